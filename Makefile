@@ -1,0 +1,49 @@
+# blocklab set-up, demo and tests on a fresh Debian 12 machine (run as root).
+#   make demo   installs everything, builds what the demo needs and runs it
+#   make test   installs everything and runs ruff, mypy and pytest
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.blocklab-installed
+APT_STAMP := /var/lib/blocklab/.apt-packages-installed
+
+# Debian packages: PostgreSQL build dependencies, file-system tools, Debian's
+# PostgreSQL 15 binaries (a second code path for the probes), Chromium for report tests.
+APT_PACKAGES := bison flex gcc make pkg-config zlib1g-dev libicu-dev libreadline-dev \
+	dpkg-dev ca-certificates e2fsprogs xfsprogs btrfs-progs util-linux procps \
+	python3-venv postgresql-15 postgresql-client-15 chromium sqlite3
+
+.PHONY: setup apt venv demo test lint typecheck pytest clean-state
+
+setup: apt venv
+
+apt: $(APT_STAMP)
+$(APT_STAMP): Makefile
+	@mkdir -p /etc/postgresql-common/createcluster.d /var/lib/blocklab
+	@# Debian's postgresql-15 must not create or start a cluster of its own.
+	@echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/blocklab.conf
+	apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
+	@touch $@
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/blocklab run
+
+lint: venv
+	$(VENV)/bin/ruff check blocklab tests bench
+	$(VENV)/bin/ruff format --check blocklab tests bench
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+pytest: setup
+	$(VENV)/bin/pytest -ra $(PYTEST_ARGS)
+
+test: setup lint typecheck pytest

@@ -1,0 +1,7 @@
+"""CLI commands: run. Each module exports COMMANDS, registered by blocklab.cli."""
+
+from __future__ import annotations
+
+import click
+
+COMMANDS: list[click.Command] = []

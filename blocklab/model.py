@@ -1,0 +1,141 @@
+"""The nouns every module shares: what one variant asks for.
+
+These are pydantic models, frozen and strict about unknown keys, so that the
+experiment file (blocklab.spec) validates straight into them and every run stores
+its variant as JSON. A variant's identity is the hash of its JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+BLOCK_SIZES_KB = (1, 2, 4, 8, 16, 32)
+WAL_BLOCK_SIZES_KB = (1, 2, 4, 8, 16, 32, 64)
+SEGSIZES_GB = (1, 2, 4, 8, 16, 32)  # --with-segsize (relation segment), GB
+BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
+QUERY_MODES = ("simple", "extended", "prepared")
+STORAGE_KINDS = ("dir", "ext4", "xfs", "btrfs", "device")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    def digest(self, length: int = 12) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:length]
+
+
+class BuildRequest(Frozen):
+    """Which PostgreSQL to build: source, patches and compile-time geometry."""
+
+    pg: str = "18"  # major version for source = "debian"; informative otherwise
+    source: str = "debian"  # "debian", a tarball path or a source tree path
+    patches: tuple[str, ...] = ()
+    block_size_kb: int = 8
+    wal_block_size_kb: int = 8
+    segsize_gb: int = 1
+    configure_args: tuple[str, ...] = ()
+
+    @field_validator("block_size_kb")
+    @classmethod
+    def _bs(cls, v: int) -> int:
+        if v not in BLOCK_SIZES_KB:
+            raise ValueError(f"block size must be one of {', '.join(map(str, BLOCK_SIZES_KB))} kB")
+        return v
+
+    @field_validator("wal_block_size_kb")
+    @classmethod
+    def _wbs(cls, v: int) -> int:
+        if v not in WAL_BLOCK_SIZES_KB:
+            raise ValueError(
+                "WAL block size must be a power of two from 1 to 64 kB "
+                f"({', '.join(map(str, WAL_BLOCK_SIZES_KB))})"
+            )
+        return v
+
+    @field_validator("segsize_gb")
+    @classmethod
+    def _seg(cls, v: int) -> int:
+        if v not in SEGSIZES_GB:
+            raise ValueError(f"segment size must be one of {', '.join(map(str, SEGSIZES_GB))} GB")
+        return v
+
+
+class StorageRequest(Frozen):
+    """Where the data directory lives. Kind-specific options are checked by blocklab.storage."""
+
+    kind: Literal["dir", "ext4", "xfs", "btrfs", "device"] = "dir"
+    block_size: int | None = None  # file-system block size in bytes (mkfs -b / -s)
+    size_mb: int | None = None  # loop image size; None = derived from the dataset
+    mount_options: tuple[str, ...] = ()  # e.g. ("noatime", "data=writeback", "nobarrier")
+    mkfs_options: tuple[str, ...] = ()
+    path: str | None = None  # kind="dir": a directory; kind="device": a block device
+    erase_confirmed: bool = False  # kind="device" only
+    wal: StorageRequest | None = None  # pg_wal on a storage of its own
+    memory_limit_bytes: int | None = None
+    drop_caches: bool = False
+
+    def label(self) -> str:
+        parts = [self.kind]
+        if self.block_size:
+            parts.append(f"{self.block_size // 1024}k" if self.block_size >= 1024 else f"{self.block_size}b")
+        parts.extend(self.mount_options)
+        return "-".join(parts)
+
+
+class DatasetRequest(Frozen):
+    scale: int = Field(default=10, ge=1)
+    fillfactor: int = Field(default=100, ge=10, le=100)
+
+
+class WorkloadRequest(Frozen):
+    builtin: Literal["tpcb-like", "simple-update", "select-only"] | None = "simple-update"
+    scripts: tuple[str, ...] = ()  # custom script files (absolute paths), "file@weight" allowed
+    query_mode: Literal["simple", "extended", "prepared"] = "prepared"
+    clients: int = Field(default=4, ge=1)
+    threads: int = Field(default=1, ge=1)
+    duration_s: int = Field(default=10, ge=1)
+    warmup_s: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_script_kind(self) -> WorkloadRequest:
+        if self.builtin is None and not self.scripts:
+            raise ValueError("a workload needs a built-in script or script files")
+        if self.threads > self.clients:
+            raise ValueError("threads must not exceed clients")
+        return self
+
+
+class Variant(Frozen):
+    """One point of the matrix."""
+
+    build: BuildRequest = BuildRequest()
+    storage: StorageRequest = StorageRequest()
+    dataset: DatasetRequest = DatasetRequest()
+    workload: WorkloadRequest = WorkloadRequest()
+    settings: tuple[tuple[str, str], ...] = ()  # GUCs as written to postgresql.conf
+    settings_policy: Literal["native", "bytes"] = "native"
+    wal_segsize_mb: int = 16
+    data_checksums: bool = False
+    label: str = ""  # human name, e.g. "bs=4k wal=8k"; not part of the identity
+
+    @property
+    def variant_id(self) -> str:
+        data = self.model_dump(mode="json", exclude={"label"})
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def dataset_key(self, build_key: str) -> str:
+        """Datasets are shared by variants with the same build, storage, data and initdb."""
+        blob = json.dumps(
+            [build_key, self.storage.model_dump(mode="json"), self.dataset.model_dump(mode="json"),
+             self.wal_segsize_mb, self.data_checksums],
+            sort_keys=True,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -1,0 +1,211 @@
+"""The single door for subprocesses.
+
+`run()` runs a command to completion in its own process group, with a timeout that
+escalates TERM then KILL to the whole group, and raises `CommandError` carrying the
+command, exit code and output. `spawn()` starts a long-lived process (a server, a
+sampler) in its own process group; `terminate()` ends one by PID.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from blocklab.errors import CommandError
+
+DEFAULT_TIMEOUT_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class User:
+    """An OS account to run a command as (postgres must never run as root)."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+
+def _env(env: Mapping[str, str] | None, user: User | None) -> dict[str, str]:
+    merged = dict(os.environ)
+    merged["LC_ALL"] = "C"
+    merged["LANG"] = "C"
+    if user is not None:
+        merged["HOME"] = user.home
+        merged["USER"] = user.name
+        merged["LOGNAME"] = user.name
+    if env:
+        merged.update(env)
+    return merged
+
+
+def _user_kwargs(user: User | None) -> dict[str, object]:
+    if user is None or os.geteuid() == user.uid:
+        return {}
+    return {"user": user.uid, "group": user.gid, "extra_groups": []}
+
+
+def run(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    user: User | None = None,
+    input_text: str | None = None,
+    check: bool = True,
+    log_path: Path | None = None,
+) -> Result:
+    """Run a command to completion. With `log_path`, stdout and stderr go to that file
+    (appended) instead of memory, and the returned output is the file's tail."""
+    args = [str(a) for a in argv]
+    started = time.monotonic()
+    log = open(log_path, "ab") if log_path is not None else None  # noqa: SIM115
+    try:
+        proc = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=_env(env, user),
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=log if log is not None else subprocess.PIPE,
+            stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
+            start_new_session=True,
+            **_user_kwargs(user),  # type: ignore[arg-type]
+        )
+        try:
+            out_b, err_b = proc.communicate(
+                input=input_text.encode() if input_text is not None else None, timeout=timeout_s
+            )
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid, proc)
+            out_b, err_b = proc.communicate()
+            output = _tail_of(log_path) if log_path else _decode(out_b) + _decode(err_b)
+            raise CommandError(args, None, output, reason=f"timed out after {timeout_s:g} s")
+        except BaseException:
+            _kill_group(proc.pid, proc)
+            raise
+    finally:
+        if log is not None:
+            log.close()
+    stdout = _tail_of(log_path) if log_path else _decode(out_b)
+    stderr = "" if log_path else _decode(err_b)
+    result = Result(args, proc.returncode, stdout, stderr, time.monotonic() - started)
+    if check and proc.returncode != 0:
+        raise CommandError(args, proc.returncode, stdout + stderr)
+    return result
+
+
+def spawn(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    stdout_path: Path,
+    stderr_path: Path | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    user: User | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a long-lived process in its own process group, output to files."""
+    out = open(stdout_path, "ab")  # noqa: SIM115
+    err = open(stderr_path, "ab") if stderr_path else None  # noqa: SIM115
+    try:
+        return subprocess.Popen(
+            [str(a) for a in argv],
+            cwd=cwd,
+            env=_env(env, user),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err if err is not None else subprocess.STDOUT,
+            start_new_session=True,
+            **_user_kwargs(user),  # type: ignore[arg-type]
+        )
+    finally:
+        out.close()
+        if err is not None:
+            err.close()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie is not alive
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def terminate(pid: int, *, sig: int = signal.SIGTERM, grace_s: float = 10.0) -> bool:
+    """Send `sig` to one PID, wait up to `grace_s`, then SIGKILL. True if it is gone."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return True
+    for _ in range(100):
+        _reap(pid)
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return not pid_alive(pid)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _kill_group(pgid: int, proc: subprocess.Popen[bytes]) -> None:
+    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _decode(b: bytes | None) -> str:
+    return b.decode("utf-8", "replace") if b else ""
+
+
+def _tail_of(path: Path | None, max_bytes: int = 64 * 1024) -> str:
+    if path is None or not path.exists():
+        return ""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - max_bytes))
+        return _decode(f.read())
