@@ -25,3 +25,32 @@ def paths() -> Iterator[Paths]:
     ensure_dir(SHARED_CACHE)
     yield Paths.from_env(results=home / "results")
     shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg18_4k(paths: Paths):  # type: ignore[no-untyped-def]
+    """A real PostgreSQL 18 build with 4 kB pages and 4 kB WAL blocks (cached)."""
+    from blocklab.build import ensure_build
+    from blocklab.model import BuildRequest
+
+    return ensure_build(BuildRequest(pg="18", block_size_kb=4, wal_block_size_kb=4), paths)
+
+
+@pytest.fixture(scope="session")
+def pg18_8k(paths: Paths):  # type: ignore[no-untyped-def]
+    """A real PostgreSQL 18 build with the default 8 kB pages and 8 kB WAL blocks (cached)."""
+    from blocklab.build import ensure_build
+    from blocklab.model import BuildRequest
+
+    return ensure_build(BuildRequest(pg="18", block_size_kb=8, wal_block_size_kb=8), paths)
+
+
+@pytest.fixture(scope="session")
+def pg15_system():  # type: ignore[no-untyped-def]
+    """Debian's packaged PostgreSQL 15 binaries (installed by `make setup`)."""
+    from blocklab.installation import Installation
+
+    inst = Installation.system(15)
+    if not inst.bin("postgres").exists():
+        pytest.fail("Debian's postgresql-15 is missing: run `make setup`")
+    return inst
