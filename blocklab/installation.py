@@ -7,6 +7,7 @@ blocklab.build knows how one is made.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ class Installation:
 
     @property
     def major(self) -> int:
-        return int(self.version.split(".")[0].rstrip("develbetarc"))
+        digits = re.match(r"\d+", self.version)
+        return int(digits.group(0)) if digits else 0
 
     def bin(self, name: str) -> Path:
         return self.prefix / "bin" / name

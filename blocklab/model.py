@@ -84,7 +84,9 @@ class StorageRequest(Frozen):
     def label(self) -> str:
         parts = [self.kind]
         if self.block_size:
-            parts.append(f"{self.block_size // 1024}k" if self.block_size >= 1024 else f"{self.block_size}b")
+            parts.append(
+                f"{self.block_size // 1024}k" if self.block_size >= 1024 else f"{self.block_size}b"
+            )
         parts.extend(self.mount_options)
         return "-".join(parts)
 
@@ -134,8 +136,13 @@ class Variant(Frozen):
     def dataset_key(self, build_key: str) -> str:
         """Datasets are shared by variants with the same build, storage, data and initdb."""
         blob = json.dumps(
-            [build_key, self.storage.model_dump(mode="json"), self.dataset.model_dump(mode="json"),
-             self.wal_segsize_mb, self.data_checksums],
+            [
+                build_key,
+                self.storage.model_dump(mode="json"),
+                self.dataset.model_dump(mode="json"),
+                self.wal_segsize_mb,
+                self.data_checksums,
+            ],
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -94,7 +94,9 @@ def run(
             _kill_group(proc.pid, proc)
             out_b, err_b = proc.communicate()
             output = _tail_of(log_path) if log_path else _decode(out_b) + _decode(err_b)
-            raise CommandError(args, None, output, reason=f"timed out after {timeout_s:g} s")
+            raise CommandError(
+                args, None, output, reason=f"timed out after {timeout_s:g} s"
+            ) from None
         except BaseException:
             _kill_group(proc.pid, proc)
             raise

@@ -56,8 +56,13 @@ class State:
         with self._locked() as entries:
             entries[:] = [e for e in entries if not (e["kind"] == kind and e["ident"] == ident)]
             entries.append(
-                {"kind": kind, "ident": ident, "info": info, "owner_pid": os.getpid(),
-                 "created_at": time.time()}
+                {
+                    "kind": kind,
+                    "ident": ident,
+                    "info": info,
+                    "owner_pid": os.getpid(),
+                    "created_at": time.time(),
+                }
             )
 
     def update(self, kind: str, ident: str, **info: Any) -> None:
@@ -73,7 +78,12 @@ class State:
     def entries(self) -> list[Entry]:
         with self._locked() as entries:
             return [
-                Entry(e["kind"], e["ident"], dict(e["info"]), int(e["owner_pid"]),
-                      float(e["created_at"]))
+                Entry(
+                    e["kind"],
+                    e["ident"],
+                    dict(e["info"]),
+                    int(e["owner_pid"]),
+                    float(e["created_at"]),
+                )
                 for e in entries
             ]

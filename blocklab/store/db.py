@@ -114,7 +114,9 @@ class ResultsDB:
 
         `variants` holds (variant_id, label, variant_json, dims)."""
         spec_json = json.dumps(spec, sort_keys=True)
-        row = self.conn.execute("SELECT spec_json FROM experiments WHERE name=?", (name,)).fetchone()
+        row = self.conn.execute(
+            "SELECT spec_json FROM experiments WHERE name=?", (name,)
+        ).fetchone()
         if row is not None and row["spec_json"] != spec_json:
             raise UserError(
                 f"experiment '{name}' already exists in {self.path} with a different "
@@ -138,7 +140,8 @@ class ResultsDB:
     def set_experiment_state(self, name: str, state: str, end_reason: str = "") -> None:
         with self.tx() as c:
             c.execute(
-                "UPDATE experiments SET state=?, end_reason=? WHERE name=?", (state, end_reason, name)
+                "UPDATE experiments SET state=?, end_reason=? WHERE name=?",
+                (state, end_reason, name),
             )
 
     def experiments(self) -> list[sqlite3.Row]:
@@ -168,7 +171,9 @@ class ResultsDB:
 
     def rounds(self, experiment: str) -> list[sqlite3.Row]:
         return list(
-            self.conn.execute("SELECT * FROM rounds WHERE experiment=? ORDER BY round", (experiment,))
+            self.conn.execute(
+                "SELECT * FROM rounds WHERE experiment=? ORDER BY round", (experiment,)
+            )
         )
 
     # --- runs --------------------------------------------------------------------
@@ -181,9 +186,22 @@ class ResultsDB:
                 " failed_transactions, exit_code, command, raw_dir, settings_json, provenance_json)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    r.experiment, r.variant_id, r.round, r.position, r.status, r.reason,
-                    r.started_at, r.ended_at, r.tps, r.latency_avg_ms, r.latency_stddev_ms,
-                    r.transactions, r.failed_transactions, r.exit_code, r.command, r.raw_dir,
+                    r.experiment,
+                    r.variant_id,
+                    r.round,
+                    r.position,
+                    r.status,
+                    r.reason,
+                    r.started_at,
+                    r.ended_at,
+                    r.tps,
+                    r.latency_avg_ms,
+                    r.latency_stddev_ms,
+                    r.transactions,
+                    r.failed_transactions,
+                    r.exit_code,
+                    r.command,
+                    r.raw_dir,
                     json.dumps(r.settings, sort_keys=True, default=str),
                     json.dumps(r.provenance, sort_keys=True, default=str),
                 ),
@@ -201,9 +219,15 @@ class ResultsDB:
                 "INSERT INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?)",
                 [
                     (
-                        run_id, i, cp.get("start_s"), cp.get("end_s"), cp.get("trigger", "unknown"),
-                        cp.get("buffers_written"), cp.get("bytes_written"),
-                        cp.get("wal_distance_bytes"), int(bool(cp.get("incomplete"))),
+                        run_id,
+                        i,
+                        cp.get("start_s"),
+                        cp.get("end_s"),
+                        cp.get("trigger", "unknown"),
+                        cp.get("buffers_written"),
+                        cp.get("bytes_written"),
+                        cp.get("wal_distance_bytes"),
+                        int(bool(cp.get("incomplete"))),
                     )
                     for i, cp in enumerate(r.checkpoints)
                 ],

@@ -1,0 +1,111 @@
+"""CSV export: one row per run with every dimension and metric, and the per-second series."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from blocklab.errors import UserError
+from blocklab.store import ResultsDB
+
+RUN_FIELDS = (
+    "experiment",
+    "run_id",
+    "variant_id",
+    "label",
+    "round",
+    "position",
+    "status",
+    "reason",
+    "started_at",
+    "ended_at",
+    "tps",
+    "latency_avg_ms",
+    "latency_stddev_ms",
+    "transactions",
+    "failed_transactions",
+    "exit_code",
+    "raw_dir",
+)
+SERIES_FIELDS = ("experiment", "run_id", "variant_id", "label", "round", "name", "t_s", "value")
+
+
+def variant_columns(variant_json: str) -> dict[str, Any]:
+    """Every dimension of a variant as flat columns (build.block_size_kb, storage.kind, ...)."""
+    data = json.loads(variant_json)
+    out: dict[str, Any] = {}
+    for section in ("build", "storage", "dataset", "workload"):
+        for key, value in (data.get(section) or {}).items():
+            if isinstance(value, dict):
+                value = json.dumps(value, sort_keys=True)
+            elif isinstance(value, list):
+                value = " ".join(map(str, value))
+            out[f"{section}.{key}"] = value
+    for name, value in data.get("settings") or []:
+        out[f"setting.{name}"] = value
+    for key in ("settings_policy", "wal_segsize_mb", "data_checksums"):
+        out[key] = data.get(key)
+    return out
+
+
+def _experiments(db: ResultsDB, experiment: str | None) -> list[str]:
+    if experiment is not None:
+        return [db.experiment(experiment)["name"]]
+    names = [r["name"] for r in db.experiments()]
+    if not names:
+        raise UserError(f"--results: {db.directory} holds no experiment")
+    return names
+
+
+def run_rows(db: ResultsDB, experiment: str | None = None) -> Iterator[dict[str, Any]]:
+    for name in _experiments(db, experiment):
+        variants = {v["variant_id"]: v for v in db.variants(name)}
+        for r in db.runs(name):
+            v = variants[r["variant_id"]]
+            row: dict[str, Any] = {f: r[f] for f in RUN_FIELDS if f in r.keys()}
+            row.update(experiment=name, run_id=r["id"], label=v["label"])
+            row.update(variant_columns(v["variant_json"]))
+            row.update({f"metric.{k}": val for k, val in sorted(db.metrics(r["id"]).items())})
+            yield row
+
+
+def series_rows(db: ResultsDB, experiment: str | None = None) -> Iterator[dict[str, Any]]:
+    for name in _experiments(db, experiment):
+        labels = {v["variant_id"]: v["label"] for v in db.variants(name)}
+        for r in db.runs(name):
+            for metric, points in db.series(r["id"]).items():
+                for t_s, value in points:
+                    yield {
+                        "experiment": name,
+                        "run_id": r["id"],
+                        "variant_id": r["variant_id"],
+                        "label": labels[r["variant_id"]],
+                        "round": r["round"],
+                        "name": metric,
+                        "t_s": t_s,
+                        "value": value,
+                    }
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]], first: tuple[str, ...]) -> int:
+    columns = list(first) + sorted({k for row in rows for k in row} - set(first))
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return len(rows)
+
+
+def export_csv(
+    db: ResultsDB, out_dir: Path, experiment: str | None = None
+) -> list[tuple[Path, int]]:
+    runs = list(run_rows(db, experiment))
+    series = list(series_rows(db, experiment))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [
+        (out_dir / "runs.csv", write_csv(out_dir / "runs.csv", runs, RUN_FIELDS)),
+        (out_dir / "series.csv", write_csv(out_dir / "series.csv", series, SERIES_FIELDS)),
+    ]
