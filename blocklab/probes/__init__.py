@@ -1,0 +1,93 @@
+"""Instrumentation: what PostgreSQL, the devices and the host did during one run.
+
+The runner calls only this module's public API:
+
+    inst = Instrumentation(ProbeContext(...))
+    inst.begin()                       # right before pgbench starts
+    ...                                # the workload runs; a 1 Hz sampler thread watches
+    result = inst.end(transactions, duration_s)   # right after pgbench ends, server up
+
+`ProbeResult.series` holds per-second rates (name -> [(t_s, value)], t_s from begin),
+`metrics` the derived per-run numbers (always bytes, never pages), `checkpoints` the
+checkpoint timeline parsed from the server log, `facts` what was measured how, and
+`missing` the views/columns this server version does not have (reported, never zero).
+
+`ctx.conninfo` must name the database the workload runs in: pg_stat_database and
+pg_stat_user_tables are per database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+DEFAULT_RELATIONS = (
+    "pgbench_accounts",
+    "pgbench_branches",
+    "pgbench_tellers",
+    "pgbench_history",
+)
+
+Series = dict[str, list[tuple[float, float | None]]]
+
+
+class DeviceLike(Protocol):
+    """What the probes need of a storage device (blocklab.storage's DeviceRef fits)."""
+
+    @property
+    def name(self) -> str: ...  # e.g. "loop3" or "sda1" (a name under /sys/class/block)
+
+    @property
+    def role(self) -> str: ...  # "data" or "wal"
+
+    @property
+    def shared(self) -> bool: ...  # True when other things also write to it (a plain dir)
+
+
+@dataclass(frozen=True)
+class Device:
+    """A plain DeviceLike, for callers that have no storage object (tests, selftest)."""
+
+    name: str
+    role: str = "data"
+    shared: bool = True
+
+
+@dataclass
+class ProbeContext:
+    conninfo: str  # psycopg conninfo of the workload's database
+    data_dir: Path
+    server_log: Path  # the server's log (log_line_prefix '%n [%p] ', log_checkpoints=on)
+    devices: list[DeviceLike]
+    block_size_bytes: int  # the build's BLCKSZ
+    wal_block_size_bytes: int  # the build's XLOG_BLCKSZ
+    server_pid: int  # the postmaster
+    server_version_num: int  # SHOW server_version_num, e.g. 180001
+    interval_s: float = 1.0
+    relations: tuple[str, ...] = DEFAULT_RELATIONS
+    measure_space: bool = True  # pgstattuple on `relations` and their indexes after the run
+
+
+@dataclass
+class ProbeResult:
+    series: Series
+    metrics: dict[str, float | None]
+    checkpoints: list[dict[str, Any]]
+    facts: dict[str, Any] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+
+from blocklab.probes.instrumentation import Instrumentation  # noqa: E402
+from blocklab.probes.provenance import collect_provenance  # noqa: E402
+
+__all__ = [
+    "DEFAULT_RELATIONS",
+    "Device",
+    "DeviceLike",
+    "Instrumentation",
+    "ProbeContext",
+    "ProbeResult",
+    "Series",
+    "collect_provenance",
+]
