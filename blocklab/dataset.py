@@ -1,0 +1,198 @@
+"""Datasets: initialise once (initdb + `pgbench -i`), snapshot the stopped data directory,
+restore the snapshot before every run so that every run starts from identical bytes.
+
+A snapshot lives in `paths.work/datasets/<key>/` with `data/` (and `wal/` when pg_wal is
+separate) and `meta.json`; the completion marker `COMPLETE` is written last, so a
+snapshot directory without it is garbage and is rebuilt. Copies are made with `cp -a`
+(ownership, permissions, symlinks preserved); rsync is not assumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from blocklab import proc
+from blocklab.cluster import Cluster, clear_dir, private_dir
+from blocklab.model import DatasetRequest
+from blocklab.paths import Paths, ensure_dir
+from blocklab.workloads import pgbench
+
+MARKER = "COMPLETE"
+META = "meta.json"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    key: str
+    root: Path
+    has_wal: bool
+    scale: int
+    fillfactor: int
+    init_s: float  # initdb + start + pgbench -i + stop
+    pgbench_init_s: float  # pgbench -i alone
+    snapshot_s: float  # copying the stopped data directory into the snapshot
+    size_bytes: int
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def wal(self) -> Path | None:
+        return self.root / "wal" if self.has_wal else None
+
+
+@dataclass(frozen=True)
+class Restored:
+    restore_s: float  # clearing the target and copying the snapshot in
+    sync_s: float  # flushing the copied bytes to the device
+
+
+def snapshot_root(paths: Paths, key: str) -> Path:
+    return paths.work / "datasets" / key
+
+
+def load(paths: Paths, key: str) -> Snapshot | None:
+    """The complete snapshot for `key`, or None (an incomplete one is removed)."""
+    root = snapshot_root(paths, key)
+    if not (root / MARKER).exists():
+        if root.exists():
+            shutil.rmtree(root)
+        return None
+    meta = json.loads((root / META).read_text())
+    return Snapshot(root=root, **meta)
+
+
+def create(
+    cluster: Cluster,
+    req: DatasetRequest,
+    *,
+    paths: Paths,
+    key: str,
+    wal_segsize_mb: int,
+    data_checksums: bool,
+) -> Snapshot:
+    """initdb, start, `pgbench -i -s SCALE -F FILLFACTOR`, stop, snapshot. The cluster's
+    data (and WAL) directories are emptied first; the server is stopped on any failure."""
+    root = snapshot_root(paths, key)
+    if root.exists():
+        shutil.rmtree(root)
+    cluster.remove_data()
+    t0 = time.monotonic()
+    cluster.initdb(wal_segsize_mb=wal_segsize_mb, data_checksums=data_checksums)
+    cluster.write_settings({})
+    try:
+        cluster.start()
+        t1 = time.monotonic()
+        proc.run(init_argv(cluster, req), timeout_s=24 * 3600)
+        pgbench_init_s = time.monotonic() - t1
+    finally:
+        cluster.stop()
+    init_s = time.monotonic() - t0
+    t2 = time.monotonic()
+    ensure_dir(root)
+    copy_tree(cluster.data_dir, root / "data")
+    if cluster.wal_dir is not None:
+        copy_tree(cluster.wal_dir, root / "wal")
+    snap = Snapshot(
+        key=key,
+        root=root,
+        has_wal=cluster.wal_dir is not None,
+        scale=req.scale,
+        fillfactor=req.fillfactor,
+        init_s=init_s,
+        pgbench_init_s=pgbench_init_s,
+        snapshot_s=time.monotonic() - t2,
+        size_bytes=tree_size_bytes(root),
+    )
+    _write_meta(snap)
+    return snap
+
+
+def init_argv(cluster: Cluster, req: DatasetRequest) -> list[str]:
+    target = pgbench.Target(str(cluster.socket_dir), cluster.port, cluster.user.name)
+    return pgbench.init_command(cluster.inst, target, scale=req.scale, fillfactor=req.fillfactor)
+
+
+def _write_meta(snap: Snapshot) -> None:
+    meta: dict[str, Any] = asdict(snap)
+    meta.pop("root")
+    (snap.root / META).write_text(json.dumps(meta, indent=1))
+    (snap.root / MARKER).write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n")
+
+
+def restore(snapshot: Snapshot, data_dir: Path, wal_dir: Path | None = None) -> Restored:
+    """Make `data_dir` (and `wal_dir`) byte-identical to the snapshot; the server must be
+    stopped. The copied bytes are synced so they are not flushed during the measurement."""
+    if (wal_dir is None) != (snapshot.wal is None):
+        raise ValueError("the snapshot and the target disagree about a separate WAL directory")
+    t0 = time.monotonic()
+    _replace_contents(snapshot.data, data_dir)
+    if wal_dir is not None and snapshot.wal is not None:
+        _replace_contents(snapshot.wal, wal_dir)
+        _point_pg_wal(data_dir, wal_dir)
+    t1 = time.monotonic()
+    for d in (data_dir, wal_dir):
+        if d is not None:
+            proc.run(["sync", "-f", str(d)], timeout_s=3600)
+    return Restored(restore_s=t1 - t0, sync_s=time.monotonic() - t1)
+
+
+def _replace_contents(source: Path, target: Path) -> None:
+    private_dir(target, None)
+    clear_dir(target)
+    proc.run(["cp", "-a", "--", f"{source}/.", f"{target}/"], timeout_s=24 * 3600)
+    st = source.stat()
+    os.chown(target, st.st_uid, st.st_gid)
+    os.chmod(target, st.st_mode & 0o7777)
+
+
+def _point_pg_wal(data_dir: Path, wal_dir: Path) -> None:
+    link = data_dir / "pg_wal"
+    if link.is_symlink() and Path(os.readlink(link)) == wal_dir:
+        return
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(wal_dir)
+    st = wal_dir.stat()
+    os.chown(link, st.st_uid, st.st_gid, follow_symlinks=False)
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """cp -a source target (target must not exist)."""
+    proc.run(["cp", "-a", "--", str(source), str(target)], timeout_s=24 * 3600)
+
+
+def tree_size_bytes(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def tree_digest(path: Path) -> str:
+    """SHA-256 over every file's relative path, mode, owner and bytes (symlink targets
+    too), in sorted order: equal digests mean identical trees."""
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(root, d))]):
+            full = os.path.join(root, name)
+            st = os.lstat(full)
+            rel = os.path.relpath(full, path)
+            h.update(f"{rel}\0{st.st_mode:o}\0{st.st_uid}\0{st.st_gid}\0".encode())
+            if os.path.islink(full):
+                h.update(os.readlink(full).encode())
+            else:
+                with open(full, "rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        h.update(chunk)
+    return h.hexdigest()

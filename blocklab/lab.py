@@ -1,0 +1,294 @@
+"""The lab: everything an experiment's runs need, made once and released at the end.
+
+`Lab(paths, state)` is a context manager. It installs builds lazily (blocklab.build, or
+an explicit Installation per BuildRequest), provisions each StorageRequest once
+(blocklab.storage.provision, or a plain directory under paths.work for kind "dir" when
+blocklab.storage is not available), makes each dataset once (blocklab.dataset) and runs
+variants (blocklab.runner). On exit, normal or not, it stops every server it started
+and releases every storage it provisioned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+from blocklab import dataset, runner
+from blocklab.cluster import Cluster, private_dir, server_user
+from blocklab.errors import BlocklabError, StorageError, UserError
+from blocklab.installation import Installation
+from blocklab.model import BuildRequest, DatasetRequest, StorageRequest, Variant
+from blocklab.paths import Paths, ensure_dir
+from blocklab.proc import User
+from blocklab.state import State
+from blocklab.store import RunRecord
+
+MIB = 1024 * 1024
+_DEFAULT = object()
+
+
+class ProvisionedLike(Protocol):
+    data_dir: Path
+    wal_dir: Path | None
+    devices: Sequence[Any]
+    facts: Mapping[str, Any]
+
+    def release(self) -> None: ...
+
+
+@dataclass
+class PlainDir:
+    """A directory under paths.work: kind "dir" without blocklab.storage."""
+
+    data_dir: Path
+    wal_dir: Path | None
+    devices: Sequence[Any] = ()
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+    def release(self) -> None:
+        """Nothing to release: the directories stay (datasets are restored into them)."""
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    key: str
+    build_key: str
+    scale: int
+    fillfactor: int
+    made_now: bool
+    init_s: float
+    pgbench_init_s: float
+    snapshot_s: float
+    size_bytes: int
+
+
+def dataset_size_estimate_bytes(req: DatasetRequest) -> int:
+    """Room a dataset and its runs need: pgbench's ~16 MiB per scale unit grown by the
+    fillfactor, doubled for updates, plus 2 GiB for WAL."""
+    data = req.scale * 16 * MIB * 100 // req.fillfactor
+    return 2 * data + 2048 * MIB
+
+
+def storage_name(req: StorageRequest) -> str:
+    return f"{req.kind}-{req.digest(8)}"
+
+
+class Lab:
+    def __init__(
+        self,
+        paths: Paths,
+        state: State,
+        *,
+        log: Callable[[str], None] = print,
+        installations: Mapping[BuildRequest, Installation] | None = None,
+        instrumentation: Any = _DEFAULT,
+    ):
+        self.paths = paths
+        self.state = state
+        self.log = log
+        self._installs: dict[BuildRequest, Installation] = dict(installations or {})
+        self._instrumentation = instrumentation
+        self._storages: dict[str, ProvisionedLike] = {}
+        self._clusters: dict[tuple[str, str], Cluster] = {}
+        self._snapshots: dict[str, dataset.Snapshot] = {}
+        self.datasets: dict[str, DatasetInfo] = {}
+        self._user: User | None = None
+
+    # -- context ------------------------------------------------------------------------
+    def __enter__(self) -> Lab:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every server, then release every storage (each attempted)."""
+        errors: list[str] = []
+        for cluster in self._clusters.values():
+            try:
+                cluster.stop()
+            except (BlocklabError, OSError) as e:
+                errors.append(f"stopping {cluster.data_dir}: {e}")
+        self._clusters.clear()
+        for name, storage in list(self._storages.items()):
+            try:
+                storage.release()
+            except (BlocklabError, OSError) as e:
+                errors.append(f"releasing {name}: {e}")
+        self._storages.clear()
+        if errors:
+            raise StorageError("; ".join(errors))
+
+    # -- resources ----------------------------------------------------------------------
+    @property
+    def user(self) -> User:
+        if self._user is None:
+            self._user = server_user()
+        return self._user
+
+    def install(self, req: BuildRequest) -> Installation:
+        if req not in self._installs:
+            from blocklab.build import ensure_build
+
+            self._installs[req] = ensure_build(req, self.paths, log=self.log)
+        return self._installs[req]
+
+    def storage(self, req: StorageRequest, *, min_size_bytes: int) -> ProvisionedLike:
+        name = storage_name(req)
+        if name not in self._storages:
+            self._storages[name] = self._provision(req, name, min_size_bytes)
+        return self._storages[name]
+
+    def _provision(self, req: StorageRequest, name: str, min_size_bytes: int) -> ProvisionedLike:
+        provision = _storage_provision()
+        if provision is not None:
+            return provision(
+                req, name=name, paths=self.paths, state=self.state, min_size_bytes=min_size_bytes
+            )
+        if req.kind != "dir" or req.memory_limit_bytes is not None:
+            raise StorageError(
+                f"storage kind {req.kind!r} (or a memory limit) needs blocklab.storage, "
+                "which is not available"
+            )
+        root = Path(req.path) if req.path else self.paths.work / "storage" / name
+        data = private_dir(root / "data", None)
+        wal = private_dir(root / "wal", None) if req.wal is not None else None
+        return PlainDir(data, wal, facts={"kind": "dir", "path": str(root)})
+
+    def cluster(self, inst: Installation, req: StorageRequest, store: ProvisionedLike) -> Cluster:
+        key = (storage_name(req), inst.key)
+        if key not in self._clusters:
+            short = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
+            server_dir = ensure_dir(self.paths.work / "servers" / short)
+            self._clusters[key] = Cluster(
+                inst,
+                store.data_dir,
+                socket_dir=server_dir / "sock",
+                user=self.user,
+                state=self.state,
+                wal_dir=store.wal_dir,
+                log_path=server_dir / "server.log",
+                memory_hook=_memory_hook(req, short, self.state),
+            )
+        return self._clusters[key]
+
+    def dataset(self, variant: Variant, inst: Installation, cluster: Cluster) -> dataset.Snapshot:
+        key = variant.dataset_key(inst.key)
+        if key in self._snapshots:
+            return self._snapshots[key]
+        snap = dataset.load(self.paths, key)
+        made_now = snap is None
+        if snap is None:
+            self.log(
+                f"making dataset {key}: pgbench -i -s {variant.dataset.scale} "
+                f"-F {variant.dataset.fillfactor} ({inst.key})"
+            )
+            snap = dataset.create(
+                cluster,
+                variant.dataset,
+                paths=self.paths,
+                key=key,
+                wal_segsize_mb=variant.wal_segsize_mb,
+                data_checksums=variant.data_checksums,
+            )
+        self._snapshots[key] = snap
+        self.datasets[key] = DatasetInfo(
+            key,
+            inst.key,
+            snap.scale,
+            snap.fillfactor,
+            made_now,
+            snap.init_s,
+            snap.pgbench_init_s,
+            snap.snapshot_s,
+            snap.size_bytes,
+        )
+        return snap
+
+    def prepare(self, variant: Variant) -> runner.RunTarget:
+        """Build, storage, server and dataset for a variant (each made once)."""
+        inst = self.install(variant.build)
+        store = self.storage(
+            variant.storage, min_size_bytes=dataset_size_estimate_bytes(variant.dataset)
+        )
+        cluster = self.cluster(inst, variant.storage, store)
+        snap = self.dataset(variant, inst, cluster)
+        return runner.RunTarget(
+            variant=variant,
+            cluster=cluster,
+            snapshot=snap,
+            devices=list(store.devices),
+            storage_facts=dict(store.facts),
+        )
+
+    # -- runs ---------------------------------------------------------------------------
+    def run(
+        self, variant: Variant, *, experiment: str, round_no: int, position: int, raw_dir: Path
+    ) -> RunRecord:
+        """One measured run. A failure to prepare (build, storage, dataset) or to run is
+        a failed RunRecord with the reason; bad input raises UserError."""
+        label = runner.RunLabel(experiment, round_no, position)
+        try:
+            target = self.prepare(variant)
+        except UserError:
+            raise
+        except (BlocklabError, OSError) as e:
+            return _failed_preparation(variant, label, raw_dir, e)
+        return runner.run_one(target, label, raw_dir, instrumentation=self._factory(), log=self.log)
+
+    def _factory(self) -> runner.InstrumentationFactory | None:
+        if self._instrumentation is _DEFAULT:
+            return runner.default_instrumentation()
+        return self._instrumentation
+
+
+def _failed_preparation(
+    variant: Variant, label: runner.RunLabel, raw_dir: Path, e: BaseException
+) -> RunRecord:
+    now = runner.now_iso()
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    reason = f"preparation failed: {type(e).__name__}: {e}"
+    (raw_dir / "run.json").write_text(json.dumps({"status": "failed", "reason": reason}) + "\n")
+    return RunRecord(
+        experiment=label.experiment,
+        variant_id=variant.variant_id,
+        round=label.round_no,
+        position=label.position,
+        status="failed",
+        started_at=now,
+        ended_at=now,
+        reason=reason,
+        raw_dir=str(raw_dir),
+    )
+
+
+def _storage_provision() -> Callable[..., Any] | None:
+    try:
+        from blocklab import storage
+    except ImportError:
+        return None
+    provision = getattr(storage, "provision", None)
+    return provision if callable(provision) else None
+
+
+def _memory_hook(req: StorageRequest, name: str, state: State) -> Callable[[int], None] | None:
+    """A cgroup memory cap for the server when the storage asks for one."""
+    if req.memory_limit_bytes is None:
+        return None
+    try:
+        from blocklab.storage import cgroup  # type: ignore[attr-defined]
+    except ImportError:
+        raise StorageError(
+            "memory_limit_bytes needs blocklab.storage.cgroup, which is not available"
+        ) from None
+    return cgroup.hook(name, req.memory_limit_bytes, state=state)
