@@ -74,7 +74,8 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
-from blocklab import model, settings_policy
+from blocklab import model
+from blocklab import settings_policy as policies
 from blocklab.errors import UserError
 from blocklab.model import (
     BuildRequest,
@@ -639,6 +640,20 @@ class Experiment(BaseModel):
         vid = variant if isinstance(variant, str) else variant.variant_id
         return dict(self.dims_map[vid])
 
+    def effective_settings(self, variant: Variant) -> policies.Conversion:
+        """The settings this variant's server gets under the experiment's policy, with
+        the block sizes of its reference (what the runner writes; shown by `plan`)."""
+        ref = self.variant(self.reference_for(variant))
+        return policies.convert(
+            dict(variant.settings),
+            variant.settings_policy,
+            block_size_bytes=variant.build.block_size_kb * 1024,
+            wal_block_size_bytes=variant.build.wal_block_size_kb * 1024,
+            reference_block_size_bytes=ref.build.block_size_kb * 1024,
+            reference_wal_block_size_bytes=ref.build.wal_block_size_kb * 1024,
+            reference_wal_segment_size_bytes=ref.wal_segsize_mb * 1024**2,
+        )
+
     def variant(self, variant_id: str) -> Variant:
         for v in self.variant_list:
             if v.variant_id == variant_id:
@@ -716,7 +731,7 @@ def _experiment_meta(head: dict[str, Any]) -> dict[str, Any]:
         "settings_policy": _choice(
             head.get("settings_policy", "native"),
             "experiment.settings_policy",
-            settings_policy.POLICIES,
+            policies.POLICIES,
         ),
         "reference": head.get("reference"),
     }
@@ -876,10 +891,7 @@ def _assemble(
     varying = _varying(combos) if len(combos) > 1 else []
     labels = [_label(c.flat, varying) for c in combos]
     ref_index = _references(meta["reference"], combos, labels, varying, known)
-    variants = [
-        _variant(c, combos[r], labels[i], meta["settings_policy"])
-        for i, (c, r) in enumerate(zip(combos, ref_index, strict=True))
-    ]
+    variants = [_variant(c, labels[i], meta["settings_policy"]) for i, c in enumerate(combos)]
     ids = [v.variant_id for v in variants]
     _validate_elsewhere(variants)
     return Experiment(
@@ -897,18 +909,11 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
-def _variant(combo: Combo, ref: Combo, label: str, policy: str) -> Variant:
+def _variant(combo: Combo, label: str, policy: str) -> Variant:
+    """The variant carries the settings as written in the file; the runner applies the
+    policy with blocklab.policies.convert() and the reference's block sizes."""
     o = {k: opt.value for k, opt in combo.options.items()}
     settings = {k.removeprefix("settings."): v for k, v in o.items() if k.startswith("settings.")}
-    effective = settings_policy.effective(
-        settings,
-        policy,
-        block_size_bytes=o["block_size"] * 1024,
-        wal_block_size_bytes=o["wal_block_size"] * 1024,
-        reference_block_size_bytes=ref.options["block_size"].value * 1024,
-        reference_wal_block_size_bytes=ref.options["wal_block_size"].value * 1024,
-        reference_wal_segment_size_bytes=ref.options["wal_segsize_mb"].value * 1024**2,
-    )
     pg, wl = o["postgres"], o["workload"]
     try:
         return Variant(
@@ -932,7 +937,7 @@ def _variant(combo: Combo, ref: Combo, label: str, policy: str) -> Variant:
                 duration_s=o["duration"],
                 warmup_s=o["warmup"],
             ),
-            settings=tuple(sorted(effective.items())),
+            settings=tuple(sorted(settings.items())),
             settings_policy="bytes" if policy == "bytes" else "native",
             wal_segsize_mb=o["wal_segsize_mb"],
             data_checksums=o["data_checksums"],
@@ -956,10 +961,17 @@ def _validate_elsewhere(variants: Iterable[Variant]) -> None:
     storages = {v.storage.digest(): v.storage for v in variants}
     for req in builds.values():
         for check in checks["build"]:
-            check(req)
+            _prefixed(check, req, f"matrix.postgres (pg {req.pg}, source {req.source})")
     for sreq in storages.values():
         for check in checks["storage"]:
-            check(sreq)
+            _prefixed(check, sreq, f"matrix.storage ({sreq.label()})")
+
+
+def _prefixed(check: Callable[[Any], None], req: Any, where: str) -> None:
+    try:
+        check(req)
+    except UserError as e:
+        raise UserError(f"{where}: {e}") from e
 
 
 def _external_validators() -> dict[str, list[Callable[[Any], None]]]:

@@ -1,0 +1,45 @@
+"""Bad experiment files: each is a UserError naming the key path and the allowed values,
+and `blocklab plan FILE` exits with code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from blocklab import spec
+from blocklab.cli import main
+from blocklab.errors import UserError
+
+BAD = Path(__file__).parent / "bad_specs"
+FILES = sorted(BAD.glob("*.toml"))
+
+
+def expected(path: Path) -> str:
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("# expect: "), f"{path.name}: first line must be '# expect: ...'"
+    return first.removeprefix("# expect: ")
+
+
+def test_there_are_at_least_twenty_bad_files() -> None:
+    assert len(FILES) >= 20
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_bad_file_is_a_user_error_with_the_key_path(path: Path) -> None:
+    with pytest.raises(UserError) as info:
+        spec.load(path)
+    message = str(info.value)
+    assert expected(path) in message
+    assert message.startswith(str(path))
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_plan_exits_2_on_bad_file(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(path)]) == 2
+    assert expected(path) in " ".join(capsys.readouterr().err.split())
+
+
+def test_missing_file_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="does not exist"):
+        spec.load(tmp_path / "nope.toml")
