@@ -82,7 +82,7 @@ class StorageRequest(Frozen):
     drop_caches: bool = False
 
     def label(self) -> str:
-        parts = [self.kind]
+        parts: list[str] = [self.kind]
         if self.block_size:
             parts.append(
                 f"{self.block_size // 1024}k" if self.block_size >= 1024 else f"{self.block_size}b"

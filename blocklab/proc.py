@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from blocklab.errors import CommandError
 
@@ -53,7 +54,7 @@ def _env(env: Mapping[str, str] | None, user: User | None) -> dict[str, str]:
     return merged
 
 
-def _user_kwargs(user: User | None) -> dict[str, object]:
+def _user_kwargs(user: User | None) -> dict[str, Any]:
     if user is None or os.geteuid() == user.uid:
         return {}
     return {"user": user.uid, "group": user.gid, "extra_groups": []}
@@ -84,7 +85,7 @@ def run(
             stdout=log if log is not None else subprocess.PIPE,
             stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
             start_new_session=True,
-            **_user_kwargs(user),  # type: ignore[arg-type]
+            **_user_kwargs(user),
         )
         try:
             out_b, err_b = proc.communicate(
@@ -132,7 +133,7 @@ def spawn(
             stdout=out,
             stderr=err if err is not None else subprocess.STDOUT,
             start_new_session=True,
-            **_user_kwargs(user),  # type: ignore[arg-type]
+            **_user_kwargs(user),
         )
     finally:
         out.close()

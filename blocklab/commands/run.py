@@ -1,7 +1,330 @@
-"""CLI commands: run. Each module exports COMMANDS, registered by blocklab.cli."""
+"""CLI commands: run, summary, export."""
 
 from __future__ import annotations
 
-import click
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
-COMMANDS: list[click.Command] = []
+import click
+from rich.console import Console
+from rich.table import Table
+
+from blocklab.errors import UserError
+from blocklab.paths import Paths
+
+if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a command runs
+    from blocklab.experiment import Outcome, StoppingRule
+    from blocklab.lab import Lab
+    from blocklab.model import Variant
+    from blocklab.spec import Experiment
+    from blocklab.summary import ExperimentSummary
+
+RESULTS_HELP = "results directory (default: $BLOCKLAB_RESULTS, else $BLOCKLAB_HOME/results)"
+
+
+def _paths(results: Path | None) -> Paths:
+    return Paths.from_env(results=results)
+
+
+def _duration_s(text: str | None, flag: str) -> float | None:
+    if text is None:
+        return None
+    units = {"s": 1, "m": 60, "h": 3600}
+    t = text.strip().lower()
+    try:
+        if t and t[-1] in units:
+            return float(t[:-1]) * units[t[-1]]
+        return float(t)
+    except ValueError:
+        raise UserError(
+            f"{flag}: '{text}' is not a duration (examples: 900, 90s, 15m, 2h)"
+        ) from None
+
+
+def _load(
+    file: Path | None,
+    rounds: int | None,
+    duration: int | None,
+    scale: int | None,
+    clients: int | None,
+) -> Experiment:
+    from blocklab import spec
+
+    if file is None:
+        return spec.demo(rounds=rounds, duration_s=duration, scale=scale, clients=clients)
+    for flag, value in (("--duration", duration), ("--scale", scale), ("--clients", clients)):
+        if value is not None:
+            raise UserError(f"{flag} overrides the built-in demo only; set it in {file} instead")
+    exp = spec.load(file)
+    if rounds is not None:
+        exp = exp.model_copy(update={"rounds": rounds})
+    return exp
+
+
+def preflight(exp: Experiment, paths: Paths) -> None:
+    """Everything that can be checked before anything is built, created or started."""
+    from blocklab import build, storage
+
+    variants = exp.variants()
+    for req in {v.build for v in variants}:
+        build.validate(req)
+    for sreq in {v.storage for v in variants}:
+        storage.validate(sreq, paths=paths)
+
+
+def _positive(flag: str, value: int | float | None) -> None:
+    if value is not None and value < 1:
+        raise UserError(f"{flag}: must be at least 1 (got {value})")
+
+
+@click.command("run")
+@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+@click.option("--rounds", type=int, help="rounds to run (each runs every variant once)")
+@click.option("--duration", type=int, help="demo only: seconds per run")
+@click.option("--scale", type=int, help="demo only: pgbench scale factor")
+@click.option("--clients", type=int, help="demo only: pgbench clients")
+@click.option(
+    "--until-ci",
+    "until_ci",
+    type=float,
+    help="add rounds until every comparison's 95 %% CI half-width is at most PCT",
+)
+@click.option("--max-rounds", type=int, help="with --until-ci: stop after this many rounds")
+@click.option("--time-budget", help="stop adding rounds after this long (e.g. 30m, 2h)")
+@click.option("--quiet", "-q", is_flag=True, help="one line per run instead of a progress bar")
+def run_cmd(
+    file: Path | None,
+    results: Path | None,
+    rounds: int | None,
+    duration: int | None,
+    scale: int | None,
+    clients: int | None,
+    until_ci: float | None,
+    max_rounds: int | None,
+    time_budget: str | None,
+    quiet: bool,
+) -> None:
+    """Run an experiment file, or the built-in demo (4 kB vs 8 kB pages) without one."""
+    for flag, value in (
+        ("--rounds", rounds),
+        ("--duration", duration),
+        ("--scale", scale),
+        ("--clients", clients),
+        ("--max-rounds", max_rounds),
+    ):
+        _positive(flag, value)
+    if until_ci is not None and not 0 < until_ci < 100:
+        raise UserError(f"--until-ci: a percentage between 0 and 100 (got {until_ci:g})")
+    if file is not None and not file.is_file():
+        raise UserError(f"FILE: no experiment file at {file}")
+    from blocklab.experiment import StoppingRule
+    from blocklab.store import ResultsDB
+    from blocklab.summary import summarize_experiment
+
+    budget_s = _duration_s(time_budget, "--time-budget")
+    paths = _paths(results)
+    exp = _load(file, rounds, duration, scale, clients)
+    preflight(exp, paths)
+    rule = StoppingRule(
+        rounds=exp.rounds,
+        until_ci_pct=until_ci if until_ci is not None else exp.until_ci_pct,
+        max_rounds=max_rounds if max_rounds is not None else exp.max_rounds,
+        time_budget_s=budget_s if budget_s is not None else exp.time_budget_s,
+    )
+    outcome = _execute(exp, paths, rule, quiet or not sys.stderr.isatty())
+    console = Console()
+    with ResultsDB(paths.results) as db:
+        print_summary(console, summarize_experiment(db, exp.name))
+    console.print(f"\n{outcome.end_reason}. Results: {paths.results} (experiment '{exp.name}').")
+    console.print("Next: blocklab summary · blocklab report · blocklab export --csv DIR")
+    if outcome.runs_failed:
+        raise click.exceptions.Exit(1)
+
+
+def _execute(exp: Experiment, paths: Paths, rule: StoppingRule, quiet: bool) -> Outcome:
+    from blocklab.experiment import Loop, register
+    from blocklab.host import host_facts
+    from blocklab.lab import Lab
+    from blocklab.progress import BarProgress, QuietProgress
+    from blocklab.state import State
+    from blocklab.storage.cleanup import release_all
+    from blocklab.store import ResultsDB
+
+    console = Console(stderr=True)
+    state = State(paths.state_file)
+    for line in release_all(state, only_dead_owners=True):
+        console.print(f"released what a killed blocklab left behind: {line}")
+    progress = QuietProgress(console) if quiet else BarProgress(console)
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    db = ResultsDB(paths.results)
+    try:
+        variants = register(db, exp, host_facts())
+        console.print(
+            f"experiment '{exp.name}': {len(variants)} variants, seed {exp.seed}, "
+            f"results in {paths.results}"
+        )
+        with Lab(paths, state, log=progress.note) as lab:
+            _prepare(lab, variants, console)
+            loop = Loop(exp, variants, db=db, lab=lab, progress=progress)
+            return loop.run(rule)
+    except KeyboardInterrupt:
+        db.set_experiment_state(
+            exp.name, "interrupted", "interrupted; run the same command to resume"
+        )
+        raise
+    finally:
+        progress.close()
+        signal.signal(signal.SIGTERM, previous)
+        db.close()
+
+
+def _prepare(lab: Lab, variants: list[Variant], console: Console) -> None:
+    """Builds, storages and datasets before the first measured run, so that a failed
+    build stops the experiment at once and run times (and the ETA) are runs only."""
+    for v in variants:
+        lab.prepare(v)
+    for info in lab.datasets.values():
+        made = "made" if info.made_now else "found"
+        console.print(
+            f"dataset {info.key} (scale {info.scale}, fillfactor {info.fillfactor}): {made}; "
+            f"initialisation {info.init_s:.1f} s, snapshot {info.snapshot_s:.1f} s, "
+            f"{info.size_bytes / 2**20:.0f} MiB",
+            highlight=False,
+        )
+
+
+def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _pm(mean: float, stdev: float | None) -> str:
+    return f"{mean:.1f} ± {stdev:.1f}" if stdev is not None else f"{mean:.1f}"
+
+
+def print_summary(console: Console, s: ExperimentSummary) -> None:
+    table = Table(title=f"{s.name}: {s.metric} per variant ({s.rounds_done} rounds)")
+    for col in (
+        "variant",
+        "n",
+        "mean ± stdev",
+        "min",
+        "median",
+        "max",
+        "95 % CI",
+        "vs reference (95 % CI)",
+        "verdict",
+        "latency ms",
+        "failed",
+    ):
+        table.add_column(col, justify="left" if col in ("variant", "verdict") else "right")
+    advice: list[str] = []
+    refs = {v.reference_label for v in s.variants if not v.is_reference}
+    for v in s.variants:
+        st = v.summary
+        if st is None:
+            table.add_row(
+                v.label,
+                "0",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "no successful run",
+                "-",
+                str(v.n_failed),
+            )
+            continue
+        ci = f"{st.ci95_low:.1f} – {st.ci95_high:.1f}" if st.ci95_low is not None else "-"
+        if v.is_reference:
+            gain, verdict = "reference", ""
+        elif v.comparison is None or v.comparison.gain_pct is None:
+            gain, verdict = "-", "too few paired rounds"
+        else:
+            c = v.comparison
+            gain = f"{c.gain_pct:+.1f} %"
+            if c.ci95_low is not None and c.ci95_high is not None:
+                gain += f" ({(c.ci95_low - 1) * 100:+.1f} … {(c.ci95_high - 1) * 100:+.1f})"
+            verdict = c.verdict
+            if v.reference_label and len(refs) > 1:
+                verdict += f" vs {v.reference_label}"
+        lat = v.latency_avg_ms.mean if v.latency_avg_ms else None
+        table.add_row(
+            v.label,
+            str(st.n),
+            _pm(st.mean, st.stdev),
+            f"{st.min:.1f}",
+            f"{st.median:.1f}",
+            f"{st.max:.1f}",
+            ci,
+            gain,
+            verdict,
+            f"{lat:.3f}" if lat is not None else "-",
+            str(v.n_failed),
+        )
+        if st.noisy:
+            advice.append(f"{v.label}: noisy (CV {(st.cv or 0) * 100:.1f} %): {st.advice}")
+        advice.extend(f"{v.label}: failed run, {reason}" for reason in v.failure_reasons)
+    console.print(table)
+    for line in advice:
+        console.print(f"  ! {line}", highlight=False)
+    if s.end_reason:
+        console.print(f"  ended: {s.end_reason}", highlight=False)
+
+
+@click.command("summary")
+@click.argument("experiment", required=False)
+@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+@click.option(
+    "--metric",
+    default="tps",
+    show_default=True,
+    help="tps, latency_avg_ms, or a derived metric such as wal_bytes_per_xact",
+)
+def summary_cmd(experiment: str | None, results: Path | None, metric: str) -> None:
+    """The table: n, mean ± stdev, min, median, max, CI and gain against the reference."""
+    from blocklab.store import ResultsDB
+    from blocklab.summary import summarize_experiment
+
+    paths = _paths(results)
+    if not paths.results.is_dir():
+        raise UserError(f"--results: {paths.results} does not exist")
+    with ResultsDB(paths.results, create=False) as db:
+        names = [experiment] if experiment else [r["name"] for r in db.experiments()]
+        if not names:
+            raise UserError(f"--results: {paths.results} holds no experiment")
+        console = Console()
+        for name in names:
+            print_summary(console, summarize_experiment(db, name, metric))
+
+
+@click.command("export")
+@click.argument("experiment", required=False)
+@click.option(
+    "--csv",
+    "csv_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="directory to write runs.csv and series.csv into",
+)
+@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+def export_cmd(experiment: str | None, csv_dir: Path, results: Path | None) -> None:
+    """Runs (every dimension and metric) and per-second series as CSV."""
+    from blocklab.export import export_csv
+    from blocklab.store import ResultsDB
+
+    paths = _paths(results)
+    if not paths.results.is_dir():
+        raise UserError(f"--results: {paths.results} does not exist")
+    with ResultsDB(paths.results, create=False) as db:
+        written = export_csv(db, csv_dir, experiment)
+    for path, rows in written:
+        click.echo(f"{path}: {rows} rows")
+
+
+COMMANDS: list[click.Command] = [run_cmd, summary_cmd, export_cmd]

@@ -109,10 +109,12 @@ class ResultsDB:
         created_at: str,
         host: Mapping[str, Any],
         variants: Sequence[tuple[str, str, str, Mapping[str, Any]]],
+        references: Mapping[str, str] | None = None,
     ) -> None:
         """Create the experiment, or check that the stored one has the same spec.
 
-        `variants` holds (variant_id, label, variant_json, dims)."""
+        `variants` holds (variant_id, label, variant_json, dims); `references` maps a
+        variant_id to the variant it is compared with (default: the experiment's reference)."""
         spec_json = json.dumps(spec, sort_keys=True)
         row = self.conn.execute(
             "SELECT spec_json FROM experiments WHERE name=?", (name,)
@@ -129,10 +131,19 @@ class ResultsDB:
                     " created_at, host_json) VALUES (?,?,?,?,?,?,?)",
                     (name, description, spec_json, seed, reference, created_at, json.dumps(host)),
                 )
+                refs = references or {}
                 for pos, (vid, label, vjson, dims) in enumerate(variants):
                     c.execute(
-                        "INSERT INTO variants VALUES (?,?,?,?,?,?)",
-                        (name, vid, label, pos, vjson, json.dumps(dims, sort_keys=True)),
+                        "INSERT INTO variants VALUES (?,?,?,?,?,?,?)",
+                        (
+                            name,
+                            vid,
+                            label,
+                            pos,
+                            vjson,
+                            json.dumps(dims, sort_keys=True),
+                            refs.get(vid, reference),
+                        ),
                     )
             else:
                 c.execute("UPDATE experiments SET state='running' WHERE name=?", (name,))

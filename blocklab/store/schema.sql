@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS variants (
     position     INTEGER NOT NULL,      -- order in the experiment file's matrix
     variant_json TEXT NOT NULL,         -- blocklab.model.Variant
     dims_json    TEXT NOT NULL DEFAULT '{}',  -- {"block_size_kb": 4, "fs": "ext4-4k", ...}
+    reference_id TEXT,                  -- the variant it is compared with (grouped references)
     PRIMARY KEY (experiment, variant_id)
 );
 

@@ -1,0 +1,105 @@
+"""The summary of an experiment: per-variant statistics and paired comparisons with the
+reference, computed from stored runs. Reads through ResultsDB; the arithmetic is in
+blocklab.stats (pure)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from blocklab import stats
+from blocklab.store import ResultsDB
+
+# Metrics that live in the runs table itself; everything else is in the metrics table.
+RUN_COLUMNS = ("tps", "latency_avg_ms", "latency_stddev_ms")
+# For these a larger value is better; for every other metric (latency, bytes per
+# transaction, CPU per transaction) a smaller one is.
+HIGHER_IS_BETTER = frozenset({"tps", "hot_update_ratio", "cache_hit_ratio"})
+
+
+@dataclass
+class VariantSummary:
+    variant_id: str
+    label: str
+    dims: dict[str, Any]
+    is_reference: bool
+    reference_label: str
+    n_failed: int
+    failure_reasons: list[str]
+    values: dict[int, float]  # round -> metric value, ok runs only
+    summary: stats.Summary | None
+    comparison: stats.Comparison | None
+    latency_avg_ms: stats.Summary | None
+
+
+@dataclass
+class ExperimentSummary:
+    name: str
+    metric: str
+    reference_id: str | None
+    state: str
+    end_reason: str
+    rounds_done: int
+    variants: list[VariantSummary] = field(default_factory=list)
+
+    def max_ci_half_width_pct(self) -> float | None:
+        """The widest comparison CI half-width, in percent; None if any cannot be computed."""
+        widths = [
+            v.comparison.ci_half_width_pct
+            for v in self.variants
+            if not v.is_reference and v.comparison is not None
+        ]
+        others = [v for v in self.variants if not v.is_reference]
+        if not others or len(widths) < len(others) or any(w is None for w in widths):
+            return None
+        return max(w for w in widths if w is not None)
+
+
+def metric_values(db: ResultsDB, experiment: str, variant_id: str, metric: str) -> dict[int, float]:
+    """round -> value for the variant's successful runs."""
+    out: dict[int, float] = {}
+    for r in db.runs(experiment, variant_id):
+        if r["status"] != "ok":
+            continue
+        value = r[metric] if metric in RUN_COLUMNS else db.metrics(r["id"]).get(metric)
+        if value is not None:
+            out[int(r["round"])] = float(value)
+    return out
+
+
+def summarize_experiment(db: ResultsDB, name: str, metric: str = "tps") -> ExperimentSummary:
+    exp = db.experiment(name)
+    ref_id = exp["reference"]
+    rounds_done = len({r["round"] for r in db.runs(name)})
+    result = ExperimentSummary(name, metric, ref_id, exp["state"], exp["end_reason"], rounds_done)
+    higher_is_better = metric in HIGHER_IS_BETTER
+    labels = {v["variant_id"]: v["label"] for v in db.variants(name)}
+    for v in db.variants(name):
+        vid = v["variant_id"]
+        my_ref = v["reference_id"] or ref_id
+        runs = db.runs(name, vid)
+        failed = [r for r in runs if r["status"] != "ok"]
+        values = metric_values(db, name, vid, metric)
+        latencies = list(metric_values(db, name, vid, "latency_avg_ms").values())
+        is_ref = my_ref is None or vid == my_ref
+        comparison = None
+        if not is_ref:
+            ref_values = metric_values(db, name, my_ref, metric)
+            comparison = stats.compare_paired(ref_values, values, higher_is_better=higher_is_better)
+        result.variants.append(
+            VariantSummary(
+                variant_id=vid,
+                label=v["label"],
+                dims=json.loads(v["dims_json"]),
+                is_reference=is_ref,
+                reference_label=labels.get(my_ref or "", ""),
+                n_failed=len(failed),
+                failure_reasons=[f"round {r['round']}: {r['reason']}" for r in failed],
+                values=values,
+                summary=stats.summarize(list(values.values())) if values else None,
+                comparison=comparison,
+                latency_avg_ms=stats.summarize(latencies) if latencies else None,
+            )
+        )
+    return result
