@@ -1,0 +1,155 @@
+"""Release what State records: servers, mounts, loop devices, cgroups, temp dirs.
+
+Newest first, so a server is stopped before the mount under it and a mount is undone
+before its loop device. A server's PID is signalled only while /proc/PID/cmdline still
+shows a postgres started on the recorded data directory (PIDs get reused).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from blocklab import proc
+from blocklab.errors import BlocklabError, StorageError
+from blocklab.state import Entry, State
+from blocklab.storage import cgroup, loopfs
+
+SERVER_GRACE_S = 30.0
+POSTGRES_NAMES = ("postgres", "postmaster")
+
+
+@dataclass
+class CleanupReport:
+    released: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # owned by a live process
+
+
+def release_all(state: State, *, only_dead_owners: bool = True) -> list[str]:
+    """Release recorded resources; return what was released. Failures stay in State."""
+    return release_report(state, only_dead_owners=only_dead_owners).released
+
+
+def release_report(state: State, *, only_dead_owners: bool = True) -> CleanupReport:
+    report = CleanupReport()
+    for entry in sorted(state.entries(), key=lambda e: e.created_at, reverse=True):
+        if only_dead_owners and proc.pid_alive(entry.owner_pid):
+            report.skipped.append(f"{entry.kind} {entry.ident} (owner PID {entry.owner_pid} alive)")
+            continue
+        try:
+            what = RELEASERS[entry.kind](entry, state)
+        except (BlocklabError, OSError, KeyError) as e:
+            report.failed.append(f"{entry.kind} {entry.ident}: {e}")
+            continue
+        report.released.append(what)
+    return report
+
+
+def _release_server(entry: Entry, state: State) -> str:
+    data_dir = str(entry.info.get("data_dir") or entry.ident)
+    pid = entry.info.get("pid") or _postmaster_pid(Path(data_dir))
+    what = f"server on {data_dir}"
+    if pid and is_postgres_on(int(pid), data_dir):
+        children = _children(int(pid))
+        if not proc.terminate(int(pid), sig=signal.SIGINT, grace_s=SERVER_GRACE_S):
+            raise StorageError(f"PID {pid} (postgres on {data_dir}) did not exit")
+        for child in children:
+            if _is_postgres_process(child):
+                proc.terminate(child, grace_s=5.0)
+        what = f"server PID {pid} on {data_dir} (stopped)"
+    state.remove("server", entry.ident)
+    return what
+
+
+def _release_mount(entry: Entry, state: State) -> str:
+    unmounted = loopfs.umount(Path(entry.ident), state)
+    return f"mount {entry.ident}" + (" (unmounted)" if unmounted else " (was not mounted)")
+
+
+def _release_loop(entry: Entry, state: State) -> str:
+    detached = loopfs.detach_and_delete(Path(entry.ident), state)
+    return f"loop image {entry.ident}" + (f" ({', '.join(detached)} detached)" if detached else "")
+
+
+def _release_cgroup(entry: Entry, state: State) -> str:
+    cgroup.remove_cgroup(Path(entry.ident), str(entry.info.get("version", "v1")))
+    state.remove("cgroup", entry.ident)
+    return f"cgroup {entry.ident}"
+
+
+def _release_tempdir(entry: Entry, state: State) -> str:
+    shutil.rmtree(entry.ident, ignore_errors=True)
+    if os.path.exists(entry.ident):
+        raise StorageError(f"cannot remove {entry.ident}")
+    state.remove("tempdir", entry.ident)
+    return f"directory {entry.ident}"
+
+
+RELEASERS: dict[str, Callable[[Entry, State], str]] = {
+    "server": _release_server,
+    "mount": _release_mount,
+    "loop": _release_loop,
+    "cgroup": _release_cgroup,
+    "tempdir": _release_tempdir,
+}
+
+
+def parse_cmdline(raw: bytes) -> list[str]:
+    """/proc/PID/cmdline (NUL-separated) as a list (pure)."""
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+
+
+def cmdline_runs_on(argv: list[str], data_dir: str) -> bool:
+    """True if argv is a postgres/postmaster started with -D data_dir (pure)."""
+    if not argv or os.path.basename(argv[0]) not in POSTGRES_NAMES:
+        return False
+    wanted = os.path.normpath(data_dir)
+    for i, arg in enumerate(argv):
+        if arg == "-D" and i + 1 < len(argv) and os.path.normpath(argv[i + 1]) == wanted:
+            return True
+        if arg.startswith("-D") and os.path.normpath(arg[2:]) == wanted:
+            return True
+    return False
+
+
+def is_postgres_on(pid: int, data_dir: str) -> bool:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return cmdline_runs_on(parse_cmdline(raw), data_dir)
+
+
+def _is_postgres_process(pid: int) -> bool:
+    """A postmaster's child shows 'postgres: ...' as its title."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return raw.startswith(b"postgres:") or raw.split(b"\0")[0].endswith(b"/postgres")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        if len(fields) > 1 and fields[1] == str(pid):
+            found.append(int(entry.name))
+    return found
+
+
+def _postmaster_pid(data_dir: Path) -> int | None:
+    try:
+        return int((data_dir / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return None
