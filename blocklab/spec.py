@@ -911,7 +911,7 @@ def _jsonable(value: Any) -> Any:
 
 def _variant(combo: Combo, label: str, policy: str) -> Variant:
     """The variant carries the settings as written in the file; the runner applies the
-    policy with blocklab.policies.convert() and the reference's block sizes."""
+    policy with blocklab.settings_policy.convert() and the reference's block sizes."""
     o = {k: opt.value for k, opt in combo.options.items()}
     settings = {k.removeprefix("settings."): v for k, v in o.items() if k.startswith("settings.")}
     pg, wl = o["postgres"], o["workload"]
@@ -956,36 +956,19 @@ def _pydantic_message(e: pydantic.ValidationError) -> str:
 
 def _validate_elsewhere(variants: Iterable[Variant]) -> None:
     """Build and storage checks belong to their modules (blocklab.build, blocklab.storage)."""
-    checks = _external_validators()
+    from blocklab import build, storage
+    from blocklab.paths import Paths
+
     builds = {v.build.digest(): v.build for v in variants}
     storages = {v.storage.digest(): v.storage for v in variants}
     for req in builds.values():
-        for check in checks["build"]:
-            _prefixed(check, req, f"matrix.postgres (pg {req.pg}, source {req.source})")
+        try:
+            build.validate(req)
+        except UserError as e:
+            raise UserError(f"matrix.postgres (pg {req.pg}, source {req.source}): {e}") from e
+    paths = Paths.from_env()
     for sreq in storages.values():
-        for check in checks["storage"]:
-            _prefixed(check, sreq, f"matrix.storage ({sreq.label()})")
-
-
-def _prefixed(check: Callable[[Any], None], req: Any, where: str) -> None:
-    try:
-        check(req)
-    except UserError as e:
-        raise UserError(f"{where}: {e}") from e
-
-
-def _external_validators() -> dict[str, list[Callable[[Any], None]]]:
-    import importlib
-    import importlib.util
-
-    found: dict[str, list[Callable[[Any], None]]] = {"build": [], "storage": []}
-    for key, module_name in (("build", "blocklab.build"), ("storage", "blocklab.storage")):
-        if importlib.util.find_spec(module_name) is None:
-            continue  # not written yet (modules are developed in parallel)
-        validate = getattr(importlib.import_module(module_name), "validate", None)
-        if callable(validate):
-            found[key].append(validate)
-    return found
+        storage.validate(sreq, paths=paths, key="matrix.storage")
 
 
 # ---------------------------------------------------------------- the demo

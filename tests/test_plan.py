@@ -1,0 +1,85 @@
+"""Round orders are permutations reproducible from the seed; plans count and estimate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from blocklab import plan, spec
+from blocklab.cli import main
+
+IDS = [f"v{i:02d}" for i in range(7)]
+
+
+def test_each_round_is_a_permutation_and_reproducible() -> None:
+    orders = [plan.round_order(IDS, 42, r) for r in range(1, 21)]
+    for r, order in enumerate(orders, start=1):
+        assert sorted(order) == sorted(IDS)
+        assert plan.round_order(IDS, 42, r) == order
+        assert plan.round_order(list(reversed(IDS)), 42, r) == order  # caller order irrelevant
+    assert len({tuple(o) for o in orders}) > 10  # fresh orders, not one order repeated
+    assert plan.round_order(IDS, 43, 1) != plan.round_order(IDS, 42, 1) or (
+        plan.round_order(IDS, 43, 2) != plan.round_order(IDS, 42, 2)
+    )
+
+
+def test_round_order_is_stable_across_processes() -> None:
+    # random.Random(str) seeds from the string's bytes, not hash(): no PYTHONHASHSEED effect.
+    assert plan.round_order(["a", "b", "c", "d"], 1, 1) == ["c", "a", "b", "d"]
+
+
+def test_every_variant_leads_some_round() -> None:
+    firsts = {plan.round_order(IDS, 7, r)[0] for r in range(1, 200)}
+    assert firsts == set(IDS)
+
+
+def test_round_order_refuses_duplicates() -> None:
+    with pytest.raises(ValueError):
+        plan.round_order(["a", "a"], 1, 1)
+
+
+def test_describe_the_demo() -> None:
+    exp = spec.demo()
+    p = plan.describe(exp)
+    assert len(p.variants) == 2 and len(p.builds) == 2 and p.datasets == 2
+    assert p.runs == 2 * exp.rounds
+    assert sorted(p.first_round) == ["bs=4k", "bs=8k"]
+    per_run = 20 + 5 + plan.PER_RUN_OVERHEAD_S
+    assert p.eta_runs_s == pytest.approx(p.runs * per_run)
+    assert p.eta_builds_s == 2 * plan.BUILD_S
+    assert p.eta_s - p.eta_builds_s < 12 * 60  # the demo's runs fit in 12 minutes
+    cached = plan.describe(exp, cached=lambda req: req.block_size_kb == 8)
+    assert len(cached.builds_to_make) == 1 and cached.eta_builds_s == plan.BUILD_S
+
+
+def test_describe_shares_builds_and_datasets_across_clients() -> None:
+    exp = spec.load(Path(__file__).parent.parent / "examples" / "wal-block-clients.toml")
+    p = plan.describe(exp)
+    assert len(p.variants) == 8 and len(p.builds) == 2 and p.datasets == 2
+
+
+def test_adaptive_plan_reports_the_worst_case(tmp_path: Path) -> None:
+    f = tmp_path / "x.toml"
+    f.write_text(
+        '[experiment]\nname = "x"\nrounds = 3\nuntil_ci_pct = 2\nmax_rounds = 10\n'
+        "reference = { block_size = 8 }\n[matrix]\nblock_size = [4, 8]\nduration = 10\n"
+    )
+    p = plan.describe(spec.load(f))
+    assert p.runs == 6 and p.max_runs == 20
+    assert p.eta_max_runs_s == pytest.approx(10 * 2 * (10 + plan.PER_RUN_OVERHEAD_S))
+
+
+def test_plan_command_prints_and_builds_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    example = Path(__file__).parent.parent / "examples" / "page-size.toml"
+    assert main(["plan", str(example)]) == 0
+    out = capsys.readouterr().out
+    for text in ("3 variants", "bs=2k", "reference", "15 runs", "round 1 order", "ETA"):
+        assert text in out
+    assert "bgwriter_lru_maxpages" in out  # differs under the bytes policy
+
+
+def test_format_duration() -> None:
+    assert plan.format_duration(59) == "59 s"
+    assert plan.format_duration(61) == "1 min 01 s"
+    assert plan.format_duration(3 * 3600 + 120) == "3 h 02 min"
