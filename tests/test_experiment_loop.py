@@ -1,0 +1,180 @@
+"""The experiment loop against a lab that replays recorded real pgbench output.
+
+Each replayed run takes its tps from successive `-P 1` lines of a real pgbench run (so
+values vary as real ones do); the aborted recording replays as a failed run. The real
+end-to-end loop, with builds and servers, is in test_experiment_real.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from blocklab import plan, spec
+from blocklab.experiment import Loop, StoppingRule, register
+from blocklab.store import ResultsDB, RunRecord
+from blocklab.summary import summarize_experiment
+from blocklab.workloads import pgbench
+
+DATA = Path(__file__).parent / "data" / "pgbench"
+
+
+def _experiment(rounds: int = 3) -> spec.Experiment:
+    return spec.from_dict(
+        {
+            "experiment": {"name": "loop", "rounds": rounds, "reference": {"block_size": 8}},
+            "matrix": {"postgres": "18", "block_size": [2, 4, 8], "duration": 5},
+        },
+        base=DATA,
+    )
+
+
+class ReplayLab:
+    """Replays recorded real pgbench output; `fail_calls` replays the aborted run."""
+
+    def __init__(self, fail_calls: frozenset[int] = frozenset()):
+        stderr = (DATA / "pg15-simple-update-prepared.stderr").read_text()
+        self.tps = itertools.cycle([p.tps for p in pgbench.parse_progress(stderr)])
+        self.aborted = pgbench.parse_report((DATA / "pg15-aborted.stdout").read_text())
+        self.fail_calls = fail_calls
+        self.calls: list[tuple[str, int]] = []
+
+    def run(self, variant, *, experiment, round_no, position, raw_dir):  # type: ignore[no-untyped-def]
+        self.calls.append((variant.variant_id, round_no))
+        assert raw_dir.is_dir() and not any(raw_dir.iterdir())
+        common = dict(
+            experiment=experiment,
+            variant_id=variant.variant_id,
+            round=round_no,
+            position=position,
+            started_at="t0",
+            ended_at="t1",
+        )
+        if len(self.calls) - 1 in self.fail_calls:
+            return RunRecord(
+                status="failed",
+                reason="pgbench exit code 2",
+                exit_code=2,
+                transactions=self.aborted.transactions,
+                **common,
+            )
+        return RunRecord(status="ok", tps=next(self.tps), latency_avg_ms=0.7, exit_code=0, **common)
+
+
+class Silent:
+    def begin(self, total_runs: int, done_runs: int) -> None: ...
+    def run_started(self, label: str, round_no: int, position: int) -> None: ...
+    def run_finished(self, record: RunRecord, elapsed_s: float) -> None: ...
+    def note(self, message: str) -> None: ...
+    def grow(self, extra_runs: int) -> None: ...
+
+
+@pytest.fixture
+def db(tmp_path: Path):  # type: ignore[no-untyped-def]
+    with ResultsDB(tmp_path / "results") as d:
+        yield d
+
+
+def test_rounds_run_every_variant_once_in_the_seeded_order(db: ResultsDB) -> None:
+    exp = _experiment(rounds=3)
+    variants = register(db, exp, {})
+    lab = ReplayLab()
+    out = Loop(exp, variants, db=db, lab=lab, progress=Silent()).run(StoppingRule(rounds=3))
+    assert out.runs_done == 9 and out.runs_failed == 0
+    ids = [v.variant_id for v in variants]
+    for r in (1, 2, 3):
+        in_round = [vid for vid, rn in lab.calls if rn == r]
+        assert in_round == plan.round_order(ids, exp.seed, r)
+        assert sorted(in_round) == sorted(ids)
+    stored = [(row["variant_id"], row["round"]) for row in db.runs("loop")]
+    assert len(stored) == len(set(stored)) == 9
+    assert out.end_reason.startswith("planned rounds done")
+
+
+def test_a_failed_run_is_stored_without_numbers(db: ResultsDB) -> None:
+    exp = _experiment(rounds=1)
+    variants = register(db, exp, {})
+    Loop(exp, variants, db=db, lab=ReplayLab(frozenset({1})), progress=Silent()).run(
+        StoppingRule(rounds=1)
+    )
+    failed = [r for r in db.runs("loop") if r["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["tps"] is None and failed[0]["exit_code"] == 2
+    s = summarize_experiment(db, "loop")
+    assert sum(v.n_failed for v in s.variants) == 1
+
+
+def test_resume_keeps_stored_runs_discards_partial_ones_and_duplicates_none(
+    db: ResultsDB,
+) -> None:
+    exp = _experiment(rounds=2)
+    variants = register(db, exp, {})
+    first = ReplayLab()
+    loop = Loop(exp, variants, db=db, lab=first, progress=Silent())
+    done: set[tuple[str, int]] = set()
+    loop.run_round(1, done)
+    # an interrupted invocation left the raw directory of a run it never stored
+    order2 = plan.round_order([v.variant_id for v in variants], exp.seed, 2)
+    from blocklab.experiment import raw_dir_for
+
+    partial = raw_dir_for(db.directory, "loop", 2, exp.variant(order2[0]))
+    partial.mkdir(parents=True)
+    (partial / "pgbench.stdout").write_text("half a run")
+    second = ReplayLab()
+    out = Loop(exp, register(db, exp, {}), db=db, lab=second, progress=Silent()).run(
+        StoppingRule(rounds=2)
+    )
+    assert [rn for _, rn in second.calls] == [2, 2, 2]
+    assert out.runs_done == 3
+    stored = [(r["variant_id"], r["round"]) for r in db.runs("loop")]
+    assert len(stored) == len(set(stored)) == 6
+    assert not (partial / "pgbench.stdout").exists()
+
+
+def test_until_ci_adds_rounds_until_max_rounds_and_says_so(db: ResultsDB) -> None:
+    exp = _experiment(rounds=2)
+    variants = register(db, exp, {})
+    out = Loop(exp, variants, db=db, lab=ReplayLab(), progress=Silent()).run(
+        StoppingRule(rounds=2, until_ci_pct=0.001, max_rounds=4)
+    )
+    assert out.rounds_done == 4
+    assert "max rounds reached (4)" in out.end_reason
+    assert len(db.runs("loop")) == 12
+
+
+def test_until_ci_stops_when_every_comparison_is_precise_enough(db: ResultsDB) -> None:
+    exp = _experiment(rounds=3)
+    variants = register(db, exp, {})
+    out = Loop(exp, variants, db=db, lab=ReplayLab(), progress=Silent()).run(
+        StoppingRule(rounds=3, until_ci_pct=99.0, max_rounds=10)
+    )
+    assert out.rounds_done == 3
+    assert "every CI half-width <= 99 %" in out.end_reason
+
+
+def test_time_budget_ends_the_experiment(db: ResultsDB) -> None:
+    exp = _experiment(rounds=5)
+    variants = register(db, exp, {})
+    ticks = itertools.count(0.0, 10.0)
+    out = Loop(
+        exp, variants, db=db, lab=ReplayLab(), progress=Silent(), clock=lambda: next(ticks)
+    ).run(StoppingRule(rounds=5, time_budget_s=45.0))
+    assert out.end_reason == "time budget reached"
+    assert out.rounds_done < 5
+
+
+def test_a_changed_matrix_under_the_same_name_is_refused(db: ResultsDB) -> None:
+    from blocklab.errors import UserError
+
+    register(db, _experiment(rounds=2), {})
+    register(db, _experiment(rounds=5), {})  # more rounds: the same experiment
+    other = spec.from_dict(
+        {
+            "experiment": {"name": "loop", "reference": {"block_size": 8}},
+            "matrix": {"postgres": "18", "block_size": [4, 8]},
+        },
+        base=DATA,
+    )
+    with pytest.raises(UserError, match="different definition"):
+        register(db, other, {})
