@@ -122,3 +122,64 @@ def test_flush_after_is_capped_at_postgres_limit_with_a_note() -> None:
 def test_unknown_policy_is_rejected() -> None:
     with pytest.raises(ValueError, match="native, bytes"):
         sp.effective({}, "pages", block_size_bytes=8192, wal_block_size_bytes=8192)
+
+
+# --- against real servers: what pg_settings reports ---------------------------------------
+
+PG_UNIT_BYTES = {"B": 1, "kB": KB, "MB": KB * KB, "4kB": 4 * KB, "8kB": 8 * KB, "16kB": 16 * KB}
+
+
+def _readback(paths, inst, settings: dict[str, str]) -> dict[str, dict[str, str]]:  # type: ignore[no-untyped-def]
+    import shutil
+    import uuid
+
+    from blocklab.cluster import Cluster, server_user
+    from blocklab.state import State
+
+    base = paths.work / "test-policy" / uuid.uuid4().hex[:8]
+    c = Cluster(
+        inst,
+        base / "data",
+        socket_dir=base / "sock",
+        user=server_user(),
+        state=State(paths.home / f"state-{base.name}.json"),
+        log_path=base / "server.log",
+    )
+    try:
+        c.initdb(data_checksums=False)
+        c.write_settings(settings)
+        c.start()
+        return c.settings_readback()
+    finally:
+        c.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _volume(name: str, row: dict[str, str], block_size_bytes: int) -> int:
+    if not row.get("unit"):  # bgwriter_lru_maxpages: a plain count of pages
+        return int(row["setting"]) * block_size_bytes
+    return int(row["setting"]) * PG_UNIT_BYTES[row["unit"]]
+
+
+@pytest.mark.build
+def test_bytes_policy_gives_equal_bytes_in_pg_settings(paths, pg18_4k, pg18_8k) -> None:  # type: ignore[no-untyped-def]
+    given = {"bgwriter_lru_maxpages": "100", "temp_buffers": "2048", "shared_buffers": "128MB"}
+    names = [*(n for n in sp.PAGE_SETTINGS if n != "min_parallel_index_scan_size"), "wal_buffers"]
+    seen: dict[str, list[dict[str, int]]] = {"bytes": [], "native": []}
+    for policy in ("bytes", "native"):
+        for inst in (pg18_4k, pg18_8k):
+            conf = sp.effective(
+                given,
+                policy,
+                block_size_bytes=inst.block_size_bytes,
+                wal_block_size_bytes=inst.wal_block_size_bytes,
+            )
+            rows = _readback(paths, inst, conf)
+            seen[policy].append({n: _volume(n, rows[n], inst.block_size_bytes) for n in names})
+    four, eight = seen["bytes"]
+    assert four == eight, {n: (four[n], eight[n]) for n in names if four[n] != eight[n]}
+    assert eight["wal_buffers"] == 4 * 1024 * KB and eight["bgwriter_lru_maxpages"] == 800 * KB
+    n4, n8 = seen["native"]  # the contrast: same numbers, different bytes
+    assert n4["bgwriter_lru_maxpages"] * 2 == n8["bgwriter_lru_maxpages"]
+    assert n4["checkpoint_flush_after"] * 2 == n8["checkpoint_flush_after"]
+    assert n4["temp_buffers"] * 2 == n8["temp_buffers"]
