@@ -54,7 +54,11 @@ def _load(
     from blocklab import spec
 
     if file is None:
-        return spec.demo(rounds=rounds, duration_s=duration, scale=scale, clients=clients)
+        exp = spec.demo(rounds=rounds, duration_s=duration, scale=scale, clients=clients)
+        changed = [f"{k}{v}" for k, v in (("s", scale), ("c", clients), ("d", duration)) if v]
+        if changed:  # other numbers make another experiment, stored beside the default one
+            exp = exp.model_copy(update={"name": f"{exp.name}-{'-'.join(changed)}"})
+        return exp
     for flag, value in (("--duration", duration), ("--scale", scale), ("--clients", clients)):
         if value is not None:
             raise UserError(f"{flag} overrides the built-in demo only; set it in {file} instead")
