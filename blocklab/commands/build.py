@@ -1,7 +1,174 @@
-"""CLI commands: build. Each module exports COMMANDS, registered by blocklab.cli."""
+"""CLI commands: `build` (one cached, verified build) and `builds` (list and prune the cache).
+
+Each module exports COMMANDS, registered by blocklab.cli."""
 
 from __future__ import annotations
 
-import click
+import json
+from pathlib import Path
+from typing import Any
 
-COMMANDS: list[click.Command] = []
+import click
+from pydantic import ValidationError
+
+from blocklab.errors import UserError
+from blocklab.installation import Installation
+from blocklab.model import BLOCK_SIZES_KB, SEGSIZES_GB, WAL_BLOCK_SIZES_KB, BuildRequest
+from blocklab.paths import Paths
+
+# BuildRequest field -> (flag, allowed values) for messages about bad input.
+FLAGS = {
+    "block_size_kb": ("--block-size", f"one of {', '.join(map(str, BLOCK_SIZES_KB))} (kB)"),
+    "wal_block_size_kb": (
+        "--wal-block-size",
+        f"a power of two from 1 to 64: one of {', '.join(map(str, WAL_BLOCK_SIZES_KB))} (kB)",
+    ),
+    "segsize_gb": ("--segsize-gb", f"one of {', '.join(map(str, SEGSIZES_GB))} (GB)"),
+}
+
+
+def request_from_options(**fields: Any) -> BuildRequest:
+    """A BuildRequest, or a UserError naming the flag and its allowed values."""
+    try:
+        return BuildRequest(**fields)
+    except ValidationError as e:
+        messages = []
+        for err in e.errors():
+            field = str(err["loc"][0]) if err["loc"] else ""
+            flag, allowed = FLAGS.get(field, (f"--{field.replace('_', '-')}", err["msg"]))
+            messages.append(f"{flag}: must be {allowed} (got {err.get('input')!r})")
+        raise UserError("; ".join(messages)) from None
+
+
+def _progress(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@click.command("build")
+@click.option("--pg", default="18", show_default=True, help="PostgreSQL major version.")
+@click.option("--block-size", "block_size_kb", type=int, default=8, show_default=True,
+              help="Data page size in kB: 1, 2, 4, 8, 16 or 32.")  # fmt: skip
+@click.option("--wal-block-size", "wal_block_size_kb", type=int, default=8, show_default=True,
+              help="WAL block size in kB: 1, 2, 4, 8, 16, 32 or 64.")  # fmt: skip
+@click.option("--segsize-gb", type=int, default=1, show_default=True,
+              help="Relation segment size in GB (--with-segsize).")  # fmt: skip
+@click.option("--source", default="debian", show_default=True,
+              help="'debian', a tarball path or a source tree path.")  # fmt: skip
+@click.option("--patch", "patches", multiple=True, help="Patch file (-p1), applied in order.")
+@click.option("--configure-arg", "configure_args", multiple=True,
+              help="Extra argument for configure (repeatable).")  # fmt: skip
+def build_command(
+    pg: str,
+    block_size_kb: int,
+    wal_block_size_kb: int,
+    segsize_gb: int,
+    source: str,
+    patches: tuple[str, ...],
+    configure_args: tuple[str, ...],
+) -> None:
+    """Build PostgreSQL at a page and WAL block size (cached by key, verified)."""
+    from blocklab import build
+
+    if source != "debian":
+        source = str(Path(source).absolute())
+    req = request_from_options(
+        pg=pg,
+        source=source,
+        patches=tuple(str(Path(p).absolute()) for p in patches),
+        block_size_kb=block_size_kb,
+        wal_block_size_kb=wal_block_size_kb,
+        segsize_gb=segsize_gb,
+        configure_args=configure_args,
+    )
+    build.validate(req)
+    inst = build.ensure_build(req, Paths.from_env(), log=_progress)
+    click.echo(f"prefix  {inst.prefix}")
+    click.echo(f"key     {inst.key}")
+    click.echo(f"version {inst.version}")
+    click.echo(
+        f"geometry: {inst.block_size_bytes} B pages, {inst.wal_block_size_bytes} B WAL blocks, "
+        f"{inst.segsize_gb} GB segments"
+    )
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024**2:.0f} MiB"
+
+
+def _builds_table(builds: list[Installation]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(builds)} cached build(s)")
+    for col in ("key", "version", "page", "WAL block", "segment", "patches", "size", "built"):
+        table.add_column(col)
+    for b in builds:
+        patches = [Path(p["path"]).name for p in b.manifest.get("patches", [])]
+        table.add_row(
+            b.key,
+            b.version,
+            f"{b.block_size_bytes // 1024} kB",
+            f"{b.wal_block_size_bytes // 1024} kB",
+            f"{b.segsize_gb} GB",
+            ", ".join(patches) or "-",
+            _size(int(b.manifest.get("size_bytes", 0))),
+            str(b.manifest.get("created_at", ""))[:16].replace("T", " "),
+        )
+    Console().print(table)
+
+
+def stored_build_requests(results: Path) -> tuple[list[dict[str, Any]], str]:
+    """Build requests of every stored variant, and all run provenance as one text."""
+    from blocklab.store import db
+
+    with db.ResultsDB(results, create=False) as rdb:
+        rows = rdb.conn.execute("SELECT variant_json FROM variants").fetchall()
+        prov = rdb.conn.execute("SELECT provenance_json FROM runs").fetchall()
+    requests = []
+    for row in rows:
+        variant = json.loads(row["variant_json"])
+        requests.append(BuildRequest(**variant.get("build", {})).model_dump(mode="json"))
+    return requests, "\n".join(r["provenance_json"] for r in prov)
+
+
+def unused_builds(
+    builds: list[Installation], requests: list[dict[str, Any]], provenance: str
+) -> list[Installation]:
+    """Builds that no stored variant asks for and no stored run names. A build whose
+    manifest has no request is kept (we cannot tell)."""
+    unused = []
+    for b in builds:
+        req = b.manifest.get("request")
+        if req is None or req in requests or b.key in provenance:
+            continue
+        unused.append(b)
+    return unused
+
+
+@click.command("builds")
+@click.option("--prune", is_flag=True, help="Remove builds that no stored experiment uses.")
+@click.option("--results", type=click.Path(path_type=Path), default=None,
+              help="Results directory whose experiments use builds.")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="With --prune: only say what would be removed.")
+def builds_command(prune: bool, results: Path | None, dry_run: bool) -> None:
+    """List cached builds; with --prune, remove those no experiment uses."""
+    from blocklab import build
+
+    if (results is not None or dry_run) and not prune:
+        raise UserError("--results and --dry-run go with --prune")
+    paths = Paths.from_env(results=results)
+    builds = build.cached_builds(paths)
+    if not prune:
+        _builds_table(builds)
+        return
+    requests, provenance = stored_build_requests(paths.results)
+    doomed = unused_builds(builds, requests, provenance)
+    for b in doomed:
+        click.echo(f"{'would remove' if dry_run else 'removing'} {b.key} ({b.prefix})")
+        if not dry_run:
+            build.remove_build(b.prefix)
+    kept = len(builds) - len(doomed)
+    click.echo(f"{len(doomed)} unused build(s) {'found' if dry_run else 'removed'}, {kept} kept")
+
+
+COMMANDS: list[click.Command] = [build_command, builds_command]

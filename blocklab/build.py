@@ -1,0 +1,422 @@
+"""PostgreSQL builds at any page and WAL block size: keyed, cached, locked and verified.
+
+    validate(req)                      bad input -> UserError, before anything is fetched
+    build_key(req, paths)              the cache key, without building
+    ensure_build(req, paths, log=...)  an Installation, built once and then cached
+
+A build lives in `paths.builds/<key>/` (the install prefix). Its manifest
+(`installation.MANIFEST_NAME`) is written after verification and the completion marker
+last; a directory without the marker is garbage and is removed before building again.
+An flock on `paths.builds/.<key>.lock` makes a second process wait, then hit the cache.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from blocklab import proc, sources
+from blocklab.errors import BuildError, CommandError, UserError
+from blocklab.installation import MANIFEST_NAME, Installation
+from blocklab.model import BuildRequest
+from blocklab.paths import Paths, ensure_dir
+from blocklab.state import State
+
+Log = Callable[[str], None]
+
+RECIPE_VERSION = 1  # bump when the build steps change what gets installed
+MARKER_NAME = ".blocklab-complete"
+BUILD_LOG_NAME = "blocklab-build.log"
+CONTRIB = ("pageinspect", "pgstattuple")
+TOOLS = ("postgres", "initdb", "pg_ctl", "pg_controldata", "pg_waldump", "psql", "pgbench")
+VERIFY_TIMEOUT_S = 120.0
+
+
+# --- validation and key ----------------------------------------------------------------
+def validate(req: BuildRequest) -> None:
+    """Raise UserError for an unknown major, a missing source path or an unreadable patch.
+    (Block sizes and segment size are checked by the BuildRequest model itself.)"""
+    sources.validate_source(req)
+    for p in req.patches:
+        path = Path(p)
+        if not path.is_file():
+            raise UserError(f"--patch: no such file {p!r}")
+        try:
+            with open(path, "rb") as f:
+                f.read(1)
+        except OSError as e:
+            raise UserError(f"--patch: cannot read {p!r}: {e.strerror}") from None
+
+
+@functools.cache
+def compiler_version() -> str:
+    cc = os.environ.get("CC", "gcc")
+    try:
+        out = proc.run([cc, "--version"], timeout_s=60).stdout
+    except (CommandError, OSError) as e:
+        raise BuildError(f"no working C compiler ({cc}): {e}; run `make setup`") from None
+    return out.splitlines()[0].strip() if out else cc
+
+
+@functools.cache
+def icu_available() -> bool:
+    res = proc.run(["pkg-config", "--exists", "icu-uc", "icu-i18n"], check=False, timeout_s=60)
+    return res.returncode == 0
+
+
+def configure_argv(req: BuildRequest, prefix: Path) -> list[str]:
+    argv = [
+        "./configure",
+        f"--prefix={prefix}",
+        f"--with-blocksize={req.block_size_kb}",
+        f"--with-wal-blocksize={req.wal_block_size_kb}",
+        f"--with-segsize={req.segsize_gb}",
+    ]
+    if not icu_available() and "--with-icu" not in req.configure_args:
+        argv.append("--without-icu")
+    return argv + list(req.configure_args)
+
+
+def key_material(req: BuildRequest, spec: sources.SourceSpec) -> dict[str, Any]:
+    """Everything that makes two builds differ. The prefix is left out (it is the key)."""
+    return {
+        "recipe": RECIPE_VERSION,
+        "source": spec.identity,
+        "block_size_kb": req.block_size_kb,
+        "wal_block_size_kb": req.wal_block_size_kb,
+        "segsize_gb": req.segsize_gb,
+        "configure": configure_argv(req, Path("PREFIX"))[1:],
+        "patches": [p["sha256"] for p in sources.patch_identity(req.patches)],
+        "compiler": compiler_version(),
+        "contrib": list(CONTRIB),
+    }
+
+
+def format_key(version: str, req: BuildRequest, material: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+    name = "".join(c if c.isalnum() or c in ".-" else "-" for c in version) or "x"
+    return f"pg{name}-bs{req.block_size_kb}k-wal{req.wal_block_size_kb}k-{digest[:12]}"
+
+
+def _resolve(req: BuildRequest, paths: Paths, log: Log) -> tuple[sources.SourceSpec, str]:
+    validate(req)
+    spec = sources.resolve(req, paths, log)
+    return spec, format_key(spec.version or req.pg, req, key_material(req, spec))
+
+
+def build_key(req: BuildRequest, paths: Paths, *, log: Log = lambda _m: None) -> str:
+    """The build's key (may refresh Debian's source index; never downloads sources)."""
+    return _resolve(req, paths, log)[1]
+
+
+# --- the cache -------------------------------------------------------------------------
+def is_complete(prefix: Path) -> bool:
+    return (prefix / MARKER_NAME).is_file() and (prefix / MANIFEST_NAME).is_file()
+
+
+def cached_builds(paths: Paths) -> list[Installation]:
+    """Complete builds in the cache, newest first."""
+    if not paths.builds.is_dir():
+        return []
+    found = [Installation.from_manifest(p) for p in paths.builds.iterdir() if is_complete(p)]
+    return sorted(found, key=lambda i: str(i.manifest.get("created_at", "")), reverse=True)
+
+
+def remove_build(prefix: Path) -> None:
+    """Remove the marker first, so a half-removed build never looks usable."""
+    (prefix / MARKER_NAME).unlink(missing_ok=True)
+    shutil.rmtree(prefix, ignore_errors=True)
+
+
+def ensure_build(req: BuildRequest, paths: Paths, *, log: Log = print) -> Installation:
+    """The Installation for `req`: from the cache, or built, installed and verified."""
+    spec, key = _resolve(req, paths, log)
+    prefix = paths.builds / key
+    if is_complete(prefix):
+        return Installation.from_manifest(prefix)
+    ensure_dir(paths.builds)
+    with sources.file_lock(paths.builds / f".{key}.lock"):
+        if is_complete(prefix):  # another process built it while we waited
+            return Installation.from_manifest(prefix)
+        if prefix.exists():
+            log(f"removing incomplete build {prefix}")
+            remove_build(prefix)
+        _build(req, spec, key, prefix, paths, log)
+    return Installation.from_manifest(prefix)
+
+
+# --- building ----------------------------------------------------------------------------
+def _build(
+    req: BuildRequest, spec: sources.SourceSpec, key: str, prefix: Path, paths: Paths, log: Log
+) -> None:
+    log_path = ensure_dir(paths.cache / "logs") / f"{key}.log"
+    log_path.write_text(f"blocklab build {key}\n{json.dumps(req.model_dump(mode='json'))}\n")
+    work = paths.cache / "work" / key
+    shutil.rmtree(work, ignore_errors=True)
+    ensure_dir(work)
+    started = time.monotonic()
+    log(f"building {key} (log: {log_path})")
+    try:
+        tree = sources.materialize(spec, paths, work / "src", log)
+        sources.apply_patches(tree, req.patches, log_path, log)
+        argv = configure_argv(req, prefix)
+        _compile_and_install(tree, argv, log_path, log)
+        make_readable(prefix)
+        inst = _provisional(prefix, key, tree, spec, req)
+        log("verifying: initdb, pg_controldata, start, SELECT, stop")
+        verification = verify(inst, req, paths)
+        manifest = _manifest(inst, spec, req, argv, verification, time.monotonic() - started)
+        _finish(prefix, manifest, log_path)
+    except CommandError as e:
+        remove_build(prefix)
+        raise BuildError(_failure_message(key, log_path, e)) from None
+    except BaseException:
+        remove_build(prefix)
+        raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log(f"built {key} in {time.monotonic() - started:.0f} s")
+
+
+def _compile_and_install(tree: Path, argv: list[str], log_path: Path, log: Log) -> None:
+    jobs = str(len(os.sched_getaffinity(0)))
+
+    def step(what: str, cmd: list[str]) -> None:
+        log(what)
+        with open(log_path, "a") as f:
+            f.write(f"\n$ {' '.join(cmd)}\n")
+        proc.run(cmd, cwd=tree, log_path=log_path, timeout_s=3 * 3600)
+
+    step("configure: " + " ".join(argv[1:]), argv)
+    step(f"make -j{jobs} (server and tools)", ["make", f"-j{jobs}"])
+    step("make install", ["make", "install"])
+    for name in CONTRIB:
+        step(f"contrib/{name}", ["make", f"-j{jobs}", "-C", f"contrib/{name}", "install"])
+
+
+def make_readable(prefix: Path) -> None:
+    """Directories 0755, files readable by all (executables stay executable)."""
+    for dirpath, _dirnames, filenames in os.walk(prefix):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            f = os.path.join(dirpath, name)
+            if not os.path.islink(f):
+                mode = os.stat(f).st_mode & 0o777
+                os.chmod(f, mode | 0o444 | (0o111 if mode & 0o100 else 0))
+    p = prefix
+    while p != p.parent:  # every parent must be traversable for the server user
+        mode = p.stat().st_mode & 0o777
+        if mode & 0o011 != 0o011:
+            os.chmod(p, mode | 0o011)
+        p = p.parent
+
+
+def _provisional(
+    prefix: Path, key: str, tree: Path, spec: sources.SourceSpec, req: BuildRequest
+) -> Installation:
+    missing = [t for t in TOOLS if not (prefix / "bin" / t).is_file()]
+    if missing:
+        raise BuildError(f"build {key}: the install lacks {', '.join(missing)}")
+    version = sources.tree_version(tree) or spec.version or req.pg
+    return Installation(
+        prefix=prefix,
+        key=key,
+        version=version,
+        block_size_bytes=req.block_size_kb * 1024,
+        wal_block_size_bytes=req.wal_block_size_kb * 1024,
+        segsize_gb=req.segsize_gb,
+    )
+
+
+def _manifest(
+    inst: Installation,
+    spec: sources.SourceSpec,
+    req: BuildRequest,
+    argv: list[str],
+    verification: dict[str, Any],
+    build_s: float,
+) -> dict[str, Any]:
+    return {
+        "key": inst.key,
+        "version": inst.version,
+        "block_size_bytes": inst.block_size_bytes,
+        "wal_block_size_bytes": inst.wal_block_size_bytes,
+        "segsize_gb": inst.segsize_gb,
+        "source": {**spec.identity, "location": spec.location},
+        "patches": sources.patch_identity(req.patches),
+        "configure": " ".join(argv),
+        "configure_argv": argv,
+        "compiler": compiler_version(),
+        "contrib": list(CONTRIB),
+        "request": req.model_dump(mode="json"),
+        "recipe": RECIPE_VERSION,
+        "verification": verification,
+        "build_seconds": round(build_s, 1),
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "size_bytes": tree_size_bytes(inst.prefix),
+        "log": str(inst.prefix / BUILD_LOG_NAME),
+    }
+
+
+def _finish(prefix: Path, manifest: dict[str, Any], log_path: Path) -> None:
+    shutil.copyfile(log_path, prefix / BUILD_LOG_NAME)
+    os.chmod(prefix / BUILD_LOG_NAME, 0o644)
+    tmp = prefix / (MANIFEST_NAME + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, prefix / MANIFEST_NAME)
+    (prefix / MARKER_NAME).write_text(manifest["created_at"] + "\n")
+    log_path.unlink(missing_ok=True)
+
+
+def tree_size_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                total += os.stat(p).st_size
+    return total
+
+
+def log_tail(log_path: Path, lines: int = 30) -> str:
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _failure_message(key: str, log_path: Path, e: CommandError) -> str:
+    what = e.reason or f"exit code {e.returncode}"
+    return (
+        f"build {key} failed ({what}) in: {' '.join(e.argv)}\n"
+        f"--- last lines of {log_path} ---\n{log_tail(log_path)}\n"
+        f"--- full log: {log_path}"
+    )
+
+
+# --- verification ------------------------------------------------------------------------
+def parse_controldata(text: str) -> dict[str, str]:
+    """`pg_controldata` output as a dict of `label: value`."""
+    out = {}
+    for line in text.splitlines():
+        if ":" in line:
+            label, value = line.split(":", 1)
+            out[label.strip()] = value.strip()
+    return out
+
+
+def check_geometry(control: dict[str, str], inst: Installation) -> list[str]:
+    """Mismatches between pg_controldata and the requested geometry (empty if none)."""
+    wanted = {
+        "Database block size": inst.block_size_bytes,
+        "WAL block size": inst.wal_block_size_bytes,
+        "Blocks per segment of large relation": inst.segsize_gb * 1024**3 // inst.block_size_bytes,
+    }
+    problems = []
+    for label, value in wanted.items():
+        if control.get(label) != str(value):
+            problems.append(f"{label}: pg_controldata says {control.get(label)!r}, wanted {value}")
+    return problems
+
+
+def server_user() -> proc.User:
+    """The unprivileged OS user servers run as (blocklab.cluster owns its creation)."""
+    from blocklab.cluster import server_user as cluster_server_user
+
+    return cluster_server_user()
+
+
+def verify(inst: Installation, req: BuildRequest, paths: Paths) -> dict[str, Any]:
+    """initdb a throwaway cluster as the server user, check pg_controldata, start the
+    server on a private unix socket, ask it for its block sizes, stop it by PID."""
+    user = server_user()
+    base = Path(tempfile.mkdtemp(prefix="verify-", dir=ensure_dir(paths.work)))
+    try:
+        os.chmod(base, 0o700)
+        os.chown(base, user.uid, user.gid)
+        data = base / "data"
+        proc.run(
+            [inst.bin("initdb"), "-D", data, "-U", "postgres", "-A", "trust", "--no-sync"],
+            user=user,
+            cwd=base,
+            timeout_s=600,
+        )
+        control_text = proc.run([inst.bin("pg_controldata"), data], user=user, cwd=base).stdout
+        control = parse_controldata(control_text)
+        problems = check_geometry(control, inst)
+        if problems:
+            raise BuildError(f"build {inst.key} verification failed: " + "; ".join(problems))
+        answer = _start_query_stop(inst, data, base, user, State(paths.state_file))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    expected = f"{inst.block_size_bytes}|{inst.wal_block_size_bytes}"
+    if answer != expected:
+        raise BuildError(f"build {inst.key}: the server reports {answer!r}, wanted {expected!r}")
+    return {
+        "database_block_size": int(control["Database block size"]),
+        "wal_block_size": int(control["WAL block size"]),
+        "blocks_per_segment": int(control["Blocks per segment of large relation"]),
+        "server_block_size_wal_block_size": answer,
+        "server_version": control.get("pg_control version number", ""),
+        "verified_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _start_query_stop(
+    inst: Installation, data: Path, sock: Path, user: proc.User, state: State
+) -> str:
+    state.add("server", str(data), data_dir=str(data), pid=None, port=5432)
+    server = proc.spawn(
+        [
+            inst.bin("postgres"),
+            "-D",
+            data,
+            "-p",
+            "5432",
+            "-c",
+            "listen_addresses=",
+            "-c",
+            f"unix_socket_directories={sock}",
+            "-c",
+            "fsync=off",
+        ],
+        stdout_path=sock / "server.log",
+        cwd=sock,
+        user=user,
+    )
+    state.update("server", str(data), pid=server.pid)
+    try:
+        return _query_when_ready(inst, sock, user, server.pid, sock / "server.log")
+    finally:
+        proc.terminate(server.pid, sig=signal.SIGINT, grace_s=60)
+        server.wait(timeout=10)
+        state.remove("server", str(data))
+
+
+def _query_when_ready(
+    inst: Installation, sock: Path, user: proc.User, pid: int, server_log: Path
+) -> str:
+    sql = "SELECT current_setting('block_size') || '|' || current_setting('wal_block_size')"
+    argv: list[str | Path] = [inst.bin("psql"), "-X", "-h", sock, "-p", "5432"]
+    argv += ["-U", "postgres", "-d", "postgres", "-Atc", sql]
+    deadline = time.monotonic() + VERIFY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not proc.pid_alive(pid):
+            raise BuildError(f"verification server exited early:\n{log_tail(server_log)}")
+        res = proc.run(argv, user=user, cwd=sock, check=False, timeout_s=30)
+        if res.returncode == 0:
+            return res.stdout.strip()
+        time.sleep(0.3)
+    raise BuildError(f"verification server did not answer in {VERIFY_TIMEOUT_S:g} s")

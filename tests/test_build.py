@@ -1,0 +1,190 @@
+"""Real PostgreSQL builds: verified geometry, cache hits, keys, patches and failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from blocklab import build, proc, sources
+from blocklab.errors import BuildError, UserError
+from blocklab.installation import MANIFEST_NAME, Installation
+from blocklab.model import BuildRequest
+from blocklab.paths import Paths, ensure_dir
+
+pytestmark = pytest.mark.build
+
+REQ_4K = BuildRequest(pg="18", block_size_kb=4, wal_block_size_kb=4)
+
+
+def _controldata_of_fresh_cluster(inst: Installation, paths: Paths) -> dict[str, str]:
+    """initdb a cluster as the server user, independently of build.verify, and read it."""
+    user = build.server_user()
+    base = Path(os.path.join(ensure_dir(paths.work), "test-build-initdb"))
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir()
+    os.chown(base, user.uid, user.gid)
+    try:
+        data = base / "data"
+        proc.run([inst.bin("initdb"), "-D", data, "--no-sync"], user=user, cwd=base)
+        out = proc.run([inst.bin("pg_controldata"), data], user=user, cwd=base).stdout
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return build.parse_controldata(out)
+
+
+def test_pg18_4k_build_has_4k_pages_and_wal_blocks(pg18_4k: Installation, paths: Paths) -> None:
+    assert pg18_4k.major == 18
+    control = _controldata_of_fresh_cluster(pg18_4k, paths)
+    assert control["Database block size"] == "4096"
+    assert control["WAL block size"] == "4096"
+    manifest = json.loads((pg18_4k.prefix / MANIFEST_NAME).read_text())
+    for key in ("key", "version", "source", "patches", "configure", "compiler", "created_at"):
+        assert manifest[key] not in (None, ""), key
+    assert manifest["verification"]["database_block_size"] == 4096
+    assert manifest["verification"]["server_block_size_wal_block_size"] == "4096|4096"
+    assert "--with-blocksize=4" in manifest["configure"]
+    assert manifest["size_bytes"] > 10 * 1024**2
+    for tool in build.TOOLS:
+        assert pg18_4k.bin(tool).is_file(), tool
+    for ext in build.CONTRIB:
+        assert (pg18_4k.prefix / "lib" / f"{ext}.so").is_file(), ext
+        assert list((pg18_4k.prefix / "share" / "extension").glob(f"{ext}--*.sql")), ext
+
+
+def test_install_is_readable_by_others(pg18_4k: Installation) -> None:
+    for dirpath, _dirnames, filenames in os.walk(pg18_4k.prefix):
+        assert os.stat(dirpath).st_mode & 0o755 == 0o755, dirpath
+        for name in filenames:
+            assert os.stat(os.path.join(dirpath, name)).st_mode & 0o444 == 0o444, name
+
+
+def test_second_request_is_a_cache_hit(pg18_4k: Installation, paths: Paths) -> None:
+    marker = pg18_4k.prefix / build.MARKER_NAME
+    before = marker.stat().st_mtime_ns
+    messages: list[str] = []
+    again = build.ensure_build(REQ_4K, paths, log=messages.append)
+    assert again.key == pg18_4k.key and again.prefix == pg18_4k.prefix
+    assert build.build_key(REQ_4K, paths) == pg18_4k.key
+    assert marker.stat().st_mtime_ns == before
+    assert not [m for m in messages if m.startswith(("building", "configure", "make"))], messages
+    assert again.manifest["created_at"] == pg18_4k.manifest["created_at"]
+
+
+def test_cached_builds_lists_it(pg18_4k: Installation, paths: Paths) -> None:
+    assert pg18_4k.key in [b.key for b in build.cached_builds(paths)]
+
+
+def test_patch_and_geometry_change_the_key(paths: Paths, tmp_path: Path) -> None:
+    p1 = tmp_path / "a.patch"
+    p1.write_text("--- a/README\n+++ b/README\n@@ -1 +1 @@\n-x\n+y\n")
+    p2 = tmp_path / "b.patch"
+    p2.write_text("--- a/README\n+++ b/README\n@@ -1 +1 @@\n-x\n+z\n")
+    plain = build.build_key(REQ_4K, paths)
+    with_p1 = build.build_key(REQ_4K.model_copy(update={"patches": (str(p1),)}), paths)
+    with_p2 = build.build_key(REQ_4K.model_copy(update={"patches": (str(p2),)}), paths)
+    both = build.build_key(REQ_4K.model_copy(update={"patches": (str(p1), str(p2))}), paths)
+    swapped = build.build_key(REQ_4K.model_copy(update={"patches": (str(p2), str(p1))}), paths)
+    wal8 = build.build_key(REQ_4K.model_copy(update={"wal_block_size_kb": 8}), paths)
+    seg2 = build.build_key(REQ_4K.model_copy(update={"segsize_gb": 2}), paths)
+    conf = build.build_key(REQ_4K.model_copy(update={"configure_args": ("--with-lz4",)}), paths)
+    keys = [plain, with_p1, with_p2, both, swapped, wal8, seg2, conf]
+    assert len(set(keys)) == len(keys), keys
+
+
+def test_debian_source_is_found_in_the_machines_apt_archives(paths: Paths) -> None:
+    spec = sources.resolve_debian("18", paths, lambda _m: None)
+    assert spec.version.startswith("18.")
+    assert spec.identity["package"] == "postgresql-18"
+    assert len(spec.identity["dsc_sha256"]) == 64
+    text = (sources.DebianApt(paths).etc / "sources.list").read_text()
+    assert text.startswith("deb-src ") and "signed-by=" in text
+
+
+# --- small trees: patches and failures (fast, no compile of PostgreSQL) ---------------
+def _fake_tree(root: Path, configure: str = "#!/bin/sh\nexit 1\n") -> Path:
+    tree = root / "pgtree"
+    (tree / "src").mkdir(parents=True)
+    (tree / "configure.ac").write_text("AC_INIT([PostgreSQL], [18.99], [x])\n")
+    (tree / "configure").write_text(configure)
+    (tree / "configure").chmod(0o755)
+    (tree / "src" / "file.c").write_text("int a = 1;\nint b = 2;\nint c = 3;\n")
+    return tree
+
+
+def _patch(path: Path, old: str, new: str) -> Path:
+    path.write_text(
+        f"--- a/src/file.c\n+++ b/src/file.c\n@@ -1,3 +1,3 @@\n int a = 1;\n-{old}\n+{new}\n"
+        " int c = 3;\n"
+    )
+    return path
+
+
+def test_patch_that_does_not_apply_names_patch_and_hunk(paths: Paths, tmp_path: Path) -> None:
+    tree = _fake_tree(tmp_path)
+    good = _patch(tmp_path / "good.patch", "int b = 2;", "int b = 20;")
+    bad = _patch(tmp_path / "bad.patch", "int b = 2;", "int b = 200;")  # b is 20 by then
+    req = BuildRequest(pg="18", source=str(tree), patches=(str(good), str(bad)))
+    with pytest.raises(UserError) as exc:
+        build.ensure_build(req, paths, log=lambda _m: None)
+    msg = str(exc.value)
+    assert "--patch" in msg and "bad.patch" in msg and "good.patch" not in msg
+    assert "src/file.c" in msg and "Hunk #1 FAILED" in msg
+    assert not (paths.builds / build.build_key(req, paths)).exists()
+
+
+def test_failed_build_shows_log_tail_and_leaves_nothing_usable(
+    paths: Paths, tmp_path: Path
+) -> None:
+    tree = _fake_tree(
+        tmp_path, "#!/bin/sh\necho 'checking things... no such compiler' >&2\nexit 3\n"
+    )
+    req = BuildRequest(pg="18", source=str(tree))
+    key = build.build_key(req, paths)
+    with pytest.raises(BuildError) as exc:
+        build.ensure_build(req, paths, log=lambda _m: None)
+    msg = str(exc.value)
+    log_path = paths.cache / "logs" / f"{key}.log"
+    assert "no such compiler" in msg and str(log_path) in msg and "exit code 3" in msg
+    assert log_path.is_file()
+    assert not (paths.builds / key).exists()
+    assert not (paths.cache / "work" / key).exists()
+    log_path.unlink()
+
+
+def test_incomplete_build_dir_is_removed_before_building(paths: Paths, tmp_path: Path) -> None:
+    tree = _fake_tree(tmp_path)
+    req = BuildRequest(pg="18", source=str(tree))
+    key = build.build_key(req, paths)
+    leftover = ensure_dir(paths.builds / key / "bin")
+    (leftover / "postgres").write_text("half-built")
+    with pytest.raises(BuildError):
+        build.ensure_build(req, paths, log=lambda _m: None)
+    assert not (paths.builds / key).exists()
+    (paths.cache / "logs" / f"{key}.log").unlink(missing_ok=True)
+
+
+def test_tree_and_tarball_identity_follow_content(tmp_path: Path) -> None:
+    tree = _fake_tree(tmp_path)
+    first = sources.resolve_tree(str(tree))
+    assert first.version == "18.99"
+    (tree / "src" / "file.c").write_text("int a = 2;\n")
+    assert sources.resolve_tree(str(tree)).identity != first.identity
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
+    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    proc.run(["git", "init", "-q", tree])
+    proc.run(["git", "-C", tree, "add", "."])
+    proc.run(["git", "-C", tree, "commit", "-qm", "x"], env=env)
+    clean = sources.resolve_tree(str(tree))
+    assert len(clean.identity["commit"]) == 40
+    (tree / "src" / "file.c").write_text("int a = 3;\n")
+    assert sources.resolve_tree(str(tree)).identity["diff_sha256"] != clean.identity["diff_sha256"]
+    tarball = tmp_path / "postgresql-18.99.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tf:
+        tf.add(tree, arcname="postgresql-18.99")
+    spec = sources.resolve_tarball(str(tarball))
+    assert spec.version == "18.99" and len(spec.identity["sha256"]) == 64
