@@ -21,7 +21,7 @@ from blocklab.model import StorageRequest
 from blocklab.paths import Paths, ensure_dir
 from blocklab.state import State
 from blocklab.storage import loopfs, safety
-from blocklab.storage.devices import device_for_path
+from blocklab.storage.devices import device_for_path, is_mount_point
 from blocklab.storage.kinds import (
     DEFAULT_BLOCK_SIZE,
     MIB,
@@ -176,11 +176,13 @@ def _fs_volume(
         tuple(req.mkfs_options),
     )
     tag = f"{name}-{vol.role}"
+    mount_point = paths.work / "mnt" / tag
+    image = (paths.work / "images" / f"{tag}.img").absolute()
+    _check_unoccupied(mount_point, image)
     if req.kind == "device":
         device = _claim_device(req)
         vol.facts.update(device_path=req.path)
     else:
-        image = (paths.work / "images" / f"{tag}.img").absolute()
         size_bytes = image_size_bytes(spec.fstype, req.size_mb, min_size_bytes)
         if size_bytes < min_size_bytes:
             raise UserError(
@@ -188,7 +190,6 @@ def _fs_volume(
                 f"the {vol.role} needs"
             )
         device = _attach_image(vol, image, size_bytes, state)
-    mount_point = paths.work / "mnt" / tag
     argv = mkfs_argv(spec, device)
     mkfs = proc.run(argv, timeout_s=1800)
     loopfs.mount(device, mount_point, spec.fstype, spec.mount_options, state)
@@ -198,6 +199,21 @@ def _fs_volume(
     dev_name = Path(os.path.realpath(device)).name
     vol.device = DeviceRef(dev_name, vol.role, shared=False)
     vol.facts.update(_fs_facts(spec, device, mount_point, argv, mkfs.stdout + mkfs.stderr))
+
+
+def _check_unoccupied(mount_point: Path, image: Path) -> None:
+    """A name already in use (or left behind) must not be overwritten."""
+    if is_mount_point(mount_point):
+        raise StorageError(
+            f"{mount_point} is already a mount point (in use, or left behind: "
+            "run `blocklab cleanup`)"
+        )
+    in_use = loopfs.loops_backed_by(image)
+    if in_use:
+        raise StorageError(
+            f"{image} is attached to {', '.join(in_use)} (in use, or left behind: "
+            "run `blocklab cleanup`)"
+        )
 
 
 def _claim_device(req: StorageRequest) -> str:
