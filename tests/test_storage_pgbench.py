@@ -1,0 +1,196 @@
+"""A real server and real pgbench on loop file systems: the device sees at least the WAL
+PostgreSQL says it wrote; a killed blocklab leaves a server and a mount that
+`blocklab cleanup` releases; a memory cap holds the server's processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from blocklab import proc
+from blocklab.cluster import Cluster, child_pids, server_user
+from blocklab.installation import Installation
+from blocklab.model import StorageRequest
+from blocklab.paths import Paths
+from blocklab.state import State
+from blocklab.storage import Provisioned, cgroup, loopfs, provision
+from blocklab.storage.cleanup import release_all
+from blocklab.storage.devices import read_stat
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="loop devices and mounts need root"),
+]
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def state(paths: Paths) -> Iterator[State]:
+    st = State(paths.home / f"state-{uuid.uuid4().hex[:8]}.json")
+    yield st
+    leftovers = release_all(st, only_dead_owners=False)
+    assert leftovers == [] and st.entries() == [], f"left behind: {leftovers}"
+
+
+def _server(inst: Installation, prov: Provisioned, state: State, **kw: object) -> Cluster:
+    base = prov.data_dir.parent
+    return Cluster(
+        inst,
+        prov.data_dir,
+        socket_dir=base / "sock",
+        user=server_user(),
+        state=state,
+        wal_dir=prov.wal_dir,
+        log_path=base / "server.log",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _pgbench(inst: Installation, c: Cluster, *args: str) -> proc.Result:
+    return proc.run([inst.bin("pgbench"), *c.conn_args(), *args, "postgres"], user=c.user)
+
+
+def _wal_lsn(c: Cluster) -> str:
+    return c.psql("SELECT pg_current_wal_flush_lsn()").strip()
+
+
+@pytest.mark.parametrize(
+    "req",
+    [
+        StorageRequest(kind="ext4", mount_options=("noatime",)),
+        StorageRequest(kind="xfs", wal=StorageRequest(kind="ext4", block_size=1024)),
+    ],
+    ids=["ext4", "xfs+ext4-wal"],
+)
+def test_device_bytes_cover_the_wal(
+    req: StorageRequest, paths: Paths, state: State, pg15_system: Installation
+) -> None:
+    name = "pgb" + uuid.uuid4().hex[:6]
+    with provision(req, name=name, paths=paths, state=state, min_size_bytes=64 * MIB) as prov:
+        c = _server(pg15_system, prov, state)
+        try:
+            c.initdb(data_checksums=False)
+            c.write_settings({"shared_buffers": "16MB", "synchronous_commit": "on"})
+            c.start()
+            _pgbench(pg15_system, c, "-i", "-s", "1", "-q")
+            c.psql("CHECKPOINT")
+            wal_dev = prov.devices[-1].name  # the WAL device (the data device without one)
+            start, before = _wal_lsn(c), read_stat(wal_dev)
+            _pgbench(pg15_system, c, "-n", "-N", "-c", "2", "-T", "3")
+            end, after = _wal_lsn(c), read_stat(wal_dev)
+        finally:
+            c.stop()
+        wal_bytes = _lsn_diff(start, end)
+        device_bytes = after.delta(before).write_bytes
+        assert wal_bytes > 100_000  # pgbench really wrote
+        assert device_bytes >= wal_bytes, (device_bytes, wal_bytes)
+
+
+def _lsn_diff(start: str, end: str) -> int:
+    """Bytes between two LSNs written as 'X/Y' (hex high and low 32 bits)."""
+
+    def value(lsn: str) -> int:
+        hi, lo = lsn.split("/")
+        return (int(hi, 16) << 32) | int(lo, 16)
+
+    return value(end) - value(start)
+
+
+# -- a killed blocklab with a server on a loop file system ---------------------------------
+CHILD = """
+import json, sys, time
+from blocklab.cluster import Cluster, server_user
+from blocklab.installation import Installation
+from blocklab.model import StorageRequest
+from blocklab.paths import Paths
+from blocklab.state import State
+from blocklab.storage import provision
+paths = Paths.from_env()
+state = State(paths.state_file)
+prov = provision(StorageRequest(kind="ext4"), name=sys.argv[1], paths=paths, state=state,
+                 min_size_bytes=0)
+c = Cluster(Installation.system(15), prov.data_dir, socket_dir=prov.data_dir.parent / "sock",
+            user=server_user(), state=state, log_path=prov.data_dir.parent / "server.log")
+c.initdb(data_checksums=False)
+c.write_settings({"shared_buffers": "16MB"})
+pid = c.start()
+print(json.dumps({"pid": pid, "mount_point": prov.facts["data"]["mount_point"],
+                  "image": prov.facts["data"]["image_path"]}), flush=True)
+time.sleep(600)
+"""
+
+
+def test_blocklab_cleanup_after_sigkill_stops_the_server_and_unmounts(
+    paths: Paths, pg15_system: Installation, tmp_path: Path
+) -> None:
+    home = paths.home / ("kill" + uuid.uuid4().hex[:6])  # the killed blocklab's own home
+    env = {"BLOCKLAB_HOME": str(home), "BLOCKLAB_CACHE": str(paths.cache)}
+    state = State(home / "state.json")
+    out = tmp_path / "child.out"
+    child = proc.spawn([sys.executable, "-c", CHILD, home.name], stdout_path=out, env=env)
+    try:
+        try:
+            info = json.loads(_first_line(out, child.pid))
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+        assert proc.pid_alive(info["pid"])  # the server outlived blocklab
+        assert Path(info["mount_point"]).is_mount()
+        assert {e.kind for e in state.entries()} == {"server", "mount", "loop"}
+        cleanup = [sys.executable, "-m", "blocklab.cli", "cleanup"]
+        result = proc.run(cleanup, env=env, check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"server PID {info['pid']}" in result.stdout
+        assert f"mount {info['mount_point']} (unmounted)" in result.stdout
+        assert not proc.pid_alive(info["pid"])
+        assert info["mount_point"] not in Path("/proc/mounts").read_text()
+        assert loopfs.loops_backed_by(Path(info["image"])) == []
+        assert not Path(info["image"]).exists()
+        assert state.entries() == []
+        assert "nothing to release" in proc.run(cleanup, env=env).stdout
+    finally:
+        release_all(state, only_dead_owners=False)
+
+
+def _first_line(path: Path, pid: int, timeout_s: float = 180.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if text.endswith("\n"):
+            return text.splitlines()[0]
+        if not proc.pid_alive(pid):
+            raise AssertionError(f"the child died: {text}")
+        time.sleep(0.2)
+    raise AssertionError("the child did not start its server in time")
+
+
+# -- a memory cap around a real server ------------------------------------------------
+@pytest.mark.skipif(cgroup.available() is None, reason="no memory cgroup controller")
+def test_memory_cap_holds_the_server(paths: Paths, state: State, pg15_system: Installation) -> None:
+    name = "cap" + uuid.uuid4().hex[:6]
+    cap = cgroup.hook(name, 256 * MIB, state=state)
+    with provision(
+        StorageRequest(kind="ext4"), name=name, paths=paths, state=state, min_size_bytes=0
+    ) as prov:
+        c = _server(pg15_system, prov, state, memory_hook=cap)
+        try:
+            c.initdb(data_checksums=False)
+            c.write_settings({"shared_buffers": "16MB"})
+            pid = c.start()
+            members = set(cap.pids())
+            assert pid in members and set(child_pids(pid)) <= members
+            c.psql("SELECT count(*) FROM generate_series(1, 100000)")
+            usage = cap.usage()
+            assert usage["memory_limit_bytes"] == 256 * MIB
+            assert 0 < usage["memory_peak_bytes"] <= 256 * MIB
+        finally:
+            c.stop()
+            cap.close()
