@@ -194,3 +194,34 @@ def test_memory_cap_holds_the_server(paths: Paths, state: State, pg15_system: In
         finally:
             c.stop()
             cap.close()
+
+
+# -- the whole chain: Lab -> storage.provision -> runner -> probes ---------------------
+def test_lab_run_on_ext4_counts_device_bytes_above_wal(
+    paths: Paths, pg15_system: Installation
+) -> None:
+    from blocklab.lab import Lab
+    from blocklab.model import BuildRequest, DatasetRequest, Variant, WorkloadRequest
+
+    home = paths.home / ("lab" + uuid.uuid4().hex[:6])
+    state = State(home / "state.json")
+    pg15 = BuildRequest(pg="15")
+    v = Variant(
+        build=pg15,
+        storage=StorageRequest(kind="ext4", mount_options=("noatime",)),
+        dataset=DatasetRequest(scale=1),
+        workload=WorkloadRequest(clients=2, duration_s=3),
+    )
+    try:
+        with Lab(paths, state, log=lambda _m: None, installations={pg15: pg15_system}) as lab:
+            rec = lab.run(v, experiment="t", round_no=1, position=0, raw_dir=home / "raw")
+            mounted = [e.ident for e in state.entries() if e.kind == "mount"]
+            assert len(mounted) == 1 and Path(mounted[0]).is_mount()
+        assert rec.status == "ok", rec.reason
+        wal, device = rec.metrics["wal_bytes"], rec.metrics["device_data_write_bytes"]
+        assert wal is not None and device is not None and wal > 100_000
+        assert device >= wal, (device, wal)
+        assert state.entries() == []  # the lab released its storage
+        assert not Path(mounted[0]).exists()
+    finally:
+        release_all(state, only_dead_owners=False)
