@@ -65,6 +65,7 @@ class ProbeContext:
     server_pid: int  # the postmaster
     server_version_num: int  # SHOW server_version_num, e.g. 180001
     interval_s: float = 1.0
+    wal_dir: Path | None = None  # informational; WAL devices come in `devices`
     relations: tuple[str, ...] = DEFAULT_RELATIONS
     measure_space: bool = True  # pgstattuple on `relations` and their indexes after the run
 

@@ -1,0 +1,269 @@
+"""Per-second series and per-run metrics from snapshots (pure: no I/O).
+
+Every volume is bytes (never pages). Where a counter is missing on this server, the
+metric is None and the counter is in `missing`; never zero.
+
+FPI share: pg_stat_wal counts full-page images (wal_fpi) but not their bytes. The
+metric `fpi_bytes_share_of_wal_max` = wal_fpi x block_size_bytes / wal_bytes (capped at
+1) is an upper bound of the share of WAL bytes that are page images: an image is at
+most one block (the hole in the middle of a page and wal_compression make it smaller).
+`wal_fpi_per_record` is the count ratio (a record can carry several images).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from blocklab.probes.sampler import CLK_TCK, DeviceCounters, Snapshot
+
+# counter -> series name (per-second rate). Counters ending in _bytes give bytes_per_s.
+RATE_SERIES = {
+    "wal_bytes": "wal_bytes_per_s",
+    "wal_records": "wal_records_per_s",
+    "wal_fpi": "wal_fpi_per_s",
+    "wal_write": "wal_write_per_s",
+    "wal_sync": "wal_sync_per_s",
+    "checkpointer_write_bytes": "checkpointer_write_bytes_per_s",
+    "bgwriter_write_bytes": "bgwriter_write_bytes_per_s",
+    "backend_write_bytes": "backend_write_bytes_per_s",
+    "relation_read_bytes": "relation_read_bytes_per_s",
+    "relation_extend_bytes": "relation_extend_bytes_per_s",
+    "xact_commit": "xact_commit_per_s",
+    "blks_read": "blks_read_per_s",
+    "blks_hit": "blks_hit_per_s",
+    "n_tup_upd": "n_tup_upd_per_s",
+    "n_tup_hot_upd": "n_tup_hot_upd_per_s",
+    "n_tup_newpage_upd": "n_tup_newpage_upd_per_s",
+}
+
+DeviceRoles = Mapping[str, str]  # device name -> role ("data" | "wal")
+
+
+def delta(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else b - a
+
+
+def ratio(num: float | None, den: float | None) -> float | None:
+    if num is None or den is None or den == 0:
+        return None
+    return num / den
+
+
+# -- series -------------------------------------------------------------------------------
+
+
+def build_series(
+    snaps: Sequence[Snapshot], roles: DeviceRoles, checkpoint_counter: str | None
+) -> dict[str, list[tuple[float, float | None]]]:
+    """Rates between consecutive snapshots, stamped at the later one (t_s from snaps[0])."""
+    series: dict[str, list[tuple[float, float | None]]] = {}
+    if len(snaps) < 2:
+        return series
+    t0 = snaps[0].epoch
+    names = [c for c in RATE_SERIES if c in snaps[0].pg]
+    for prev, cur in zip(snaps, snaps[1:], strict=False):
+        # rates use the same rounded stamps as the series, so rate x dt adds up exactly
+        t, t_prev = round(cur.epoch - t0, 3), round(prev.epoch - t0, 3)
+        dt = t - t_prev
+        point = _rates(prev, cur, dt, names) | _device_rates(prev, cur, dt, roles)
+        point |= _cpu_pcts(prev.cpu_ticks, cur.cpu_ticks) | _mem(cur.mem)
+        if checkpoint_counter is not None:
+            point["checkpoints_done"] = _checkpoints_since(snaps[0], cur, checkpoint_counter)
+        for name, value in point.items():
+            series.setdefault(name, []).append((t, value))
+    return series
+
+
+def _rates(
+    prev: Snapshot, cur: Snapshot, dt: float, names: Iterable[str]
+) -> dict[str, float | None]:
+    return {RATE_SERIES[n]: ratio(delta(prev.pg.get(n), cur.pg.get(n)), dt) for n in names}
+
+
+def _device_totals(snap: Snapshot, roles: DeviceRoles) -> dict[str, tuple[int, int] | None]:
+    """role -> (read_bytes, write_bytes) summed over its devices; None if one is unreadable."""
+    out: dict[str, tuple[int, int] | None] = {}
+    for name, role in roles.items():
+        c: DeviceCounters | None = snap.devices.get(name)
+        have = out.get(role, (0, 0))
+        out[role] = (
+            None if c is None or have is None else (have[0] + c.read_bytes, have[1] + c.write_bytes)
+        )
+    return out
+
+
+def _device_rates(
+    prev: Snapshot, cur: Snapshot, dt: float, roles: DeviceRoles
+) -> dict[str, float | None]:
+    a, b = _device_totals(prev, roles), _device_totals(cur, roles)
+    out: dict[str, float | None] = {}
+    for role in a:
+        pa, pb = a[role], b.get(role)
+        out[f"device_{role}_read_bytes_per_s"] = (
+            None if pa is None or pb is None else (pb[0] - pa[0]) / dt
+        )
+        out[f"device_{role}_write_bytes_per_s"] = (
+            None if pa is None or pb is None else (pb[1] - pa[1]) / dt
+        )
+    return out
+
+
+def _cpu_pcts(a: Mapping[str, int] | None, b: Mapping[str, int] | None) -> dict[str, float | None]:
+    keys = ("user", "system", "iowait")
+    if a is None or b is None:
+        return {f"cpu_{k}_pct": None for k in keys}
+    total = sum(b.values()) - sum(a.values())
+    out = {}
+    for k in keys:
+        d = b.get(k, 0) - a.get(k, 0) + (b.get("nice", 0) - a.get("nice", 0) if k == "user" else 0)
+        out[f"cpu_{k}_pct"] = None if total <= 0 else 100.0 * d / total
+    return out
+
+
+def _mem(m: Mapping[str, int] | None) -> dict[str, float | None]:
+    if m is None or "MemTotal" not in m or "MemAvailable" not in m:
+        return {"mem_used_bytes": None}
+    return {"mem_used_bytes": float(m["MemTotal"] - m["MemAvailable"])}
+
+
+def checkpoint_counter_delta(a: Snapshot, b: Snapshot, counter: str) -> float | None:
+    if counter == "checkpoints_done":
+        return delta(a.pg.get("checkpoints_done"), b.pg.get("checkpoints_done"))
+    timed = delta(a.pg.get("checkpoints_timed"), b.pg.get("checkpoints_timed"))
+    req = delta(a.pg.get("checkpoints_requested"), b.pg.get("checkpoints_requested"))
+    return None if timed is None or req is None else timed + req
+
+
+def _checkpoints_since(first: Snapshot, cur: Snapshot, counter: str) -> float | None:
+    return checkpoint_counter_delta(first, cur, counter)
+
+
+# -- per-run metrics ----------------------------------------------------------------------
+
+
+def derive_metrics(
+    before: Snapshot,
+    after: Snapshot,
+    *,
+    transactions: int,
+    duration_s: float,
+    block_size_bytes: int,
+    roles: DeviceRoles,
+) -> dict[str, float | None]:
+    d = {k: delta(before.pg.get(k), after.pg.get(k)) for k in after.pg}
+    xacts = transactions if transactions > 0 else None
+    m: dict[str, float | None] = {}
+    m |= _wal_metrics(d, xacts, block_size_bytes)
+    m |= _write_metrics(d, xacts)
+    m |= _table_metrics(d)
+    m |= _device_metrics(before, after, roles, xacts)
+    m |= _cpu_metrics(before, after, xacts)
+    m["cache_hit_ratio"] = ratio(d.get("blks_hit"), _sum(d.get("blks_hit"), d.get("blks_read")))
+    m["xact_commit"] = d.get("xact_commit")
+    m["xact_rollback"] = d.get("xact_rollback")
+    m["temp_bytes"] = d.get("temp_bytes")
+    m["probe_window_s"] = after.epoch - before.epoch
+    m["workload_duration_s"] = duration_s
+    return m
+
+
+def _sum(*vals: float | None) -> float | None:
+    return None if any(v is None for v in vals) else sum(v for v in vals if v is not None)
+
+
+def _per(value: float | None, xacts: int | None) -> float | None:
+    return ratio(value, xacts)
+
+
+def _wal_metrics(
+    d: Mapping[str, float | None], xacts: int | None, block_size_bytes: int
+) -> dict[str, float | None]:
+    wal, fpi = d.get("wal_bytes"), d.get("wal_fpi")
+    share = ratio(None if fpi is None else fpi * block_size_bytes, wal)
+    return {
+        "wal_bytes": wal,
+        "wal_records": d.get("wal_records"),
+        "wal_fpi": fpi,
+        "wal_bytes_per_xact": _per(wal, xacts),
+        "wal_fpi_per_xact": _per(fpi, xacts),
+        "wal_fpi_per_record": ratio(fpi, d.get("wal_records")),
+        "fpi_bytes_share_of_wal_max": None if share is None else min(1.0, share),
+        "wal_buffers_full": d.get("wal_buffers_full"),
+    }
+
+
+def _write_metrics(d: Mapping[str, float | None], xacts: int | None) -> dict[str, float | None]:
+    m: dict[str, float | None] = {}
+    for who in ("checkpointer", "bgwriter", "backend"):
+        v = d.get(f"{who}_write_bytes")
+        m[f"{who}_write_bytes"] = v
+        m[f"{who}_write_bytes_per_xact"] = _per(v, xacts)
+    for k in ("relation_read_bytes", "relation_extend_bytes"):
+        m[k] = d.get(k)
+    return m
+
+
+def _table_metrics(d: Mapping[str, float | None]) -> dict[str, float | None]:
+    upd = d.get("n_tup_upd")
+    return {
+        "n_tup_upd": upd,
+        "n_tup_hot_upd": d.get("n_tup_hot_upd"),
+        "n_tup_newpage_upd": d.get("n_tup_newpage_upd"),
+        "hot_update_ratio": ratio(d.get("n_tup_hot_upd"), upd),
+        "newpage_update_ratio": ratio(d.get("n_tup_newpage_upd"), upd),
+    }
+
+
+def _device_metrics(
+    before: Snapshot, after: Snapshot, roles: DeviceRoles, xacts: int | None
+) -> dict[str, float | None]:
+    a, b = _device_totals(before, roles), _device_totals(after, roles)
+    m: dict[str, float | None] = {}
+    for role in a:
+        pa, pb = a[role], b.get(role)
+        rd = None if pa is None or pb is None else float(pb[0] - pa[0])
+        wr = None if pa is None or pb is None else float(pb[1] - pa[1])
+        m[f"device_{role}_read_bytes"] = rd
+        m[f"device_{role}_write_bytes"] = wr
+        m[f"device_{role}_write_bytes_per_xact"] = _per(wr, xacts)
+    return m
+
+
+def _cpu_metrics(before: Snapshot, after: Snapshot, xacts: int | None) -> dict[str, float | None]:
+    server = delta(before.server_cpu_s, after.server_cpu_s)
+    host = _host_busy_s(before.cpu_ticks, after.cpu_ticks)
+    return {
+        "server_cpu_s": server,
+        "server_cpu_s_per_xact": _per(server, xacts),
+        "host_cpu_busy_s": host,
+        "host_cpu_busy_s_per_xact": _per(host, xacts),
+    }
+
+
+def _host_busy_s(a: Mapping[str, int] | None, b: Mapping[str, int] | None) -> float | None:
+    """CPU seconds (all CPUs) not idle and not waiting for I/O."""
+    if a is None or b is None:
+        return None
+    busy = [k for k in b if k not in ("idle", "iowait")]
+    return sum(b[k] - a.get(k, 0) for k in busy) / CLK_TCK
+
+
+def space_metrics(rows: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Per relation and total table/index bytes and free bytes (rows from pgstattuple)."""
+    m: dict[str, float | None] = {}
+    totals: dict[str, float | None] = {}
+    for r in rows:
+        for key in (
+            "table_bytes",
+            "table_free_bytes",
+            "table_dead_tuple_bytes",
+            "index_bytes",
+            "index_free_bytes",
+        ):
+            v = r.get(key)
+            m[f"{r['relation']}.{key}"] = v
+            totals[key] = (
+                None if v is None or totals.get(key, 0.0) is None else (totals.get(key) or 0.0) + v
+            )
+    return m | totals

@@ -1,0 +1,182 @@
+"""Snapshots of cumulative counters, and the 1 Hz thread that takes them.
+
+A snapshot is one instant: the PostgreSQL counters (one query over one persistent
+connection), /sys/class/block/<dev>/stat per device (sectors of 512 bytes, whatever the
+device's logical block size), the host CPU line of /proc/stat and /proc/meminfo. The
+PostgreSQL process tree's CPU time (/proc/<pid>/stat) is read at begin and end only.
+Parsers are pure; readers do the file I/O.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SECTOR_BYTES = 512  # the kernel's block-layer unit in /sys/block/*/stat, always 512
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+@dataclass(frozen=True)
+class DeviceCounters:
+    read_bytes: int
+    write_bytes: int
+    read_ios: int
+    write_ios: int
+    busy_ms: int
+
+
+@dataclass
+class Snapshot:
+    epoch: float  # time.time()
+    pg: dict[str, float | None]
+    devices: dict[str, DeviceCounters | None]
+    cpu_ticks: dict[str, int] | None
+    mem: dict[str, int] | None
+    server_cpu_s: float | None = None  # only at begin and end
+    errors: list[str] = field(default_factory=list)
+
+
+# -- pure parsers -------------------------------------------------------------------------
+
+
+def parse_block_stat(text: str) -> DeviceCounters:
+    """/sys/block/<dev>/stat: reads, merged, sectors, ms, writes, merged, sectors, ms, ..."""
+    f = [int(x) for x in text.split()]
+    return DeviceCounters(
+        read_bytes=f[2] * SECTOR_BYTES,
+        write_bytes=f[6] * SECTOR_BYTES,
+        read_ios=f[0],
+        write_ios=f[4],
+        busy_ms=f[9],
+    )
+
+
+def parse_proc_stat_cpu(text: str) -> dict[str, int]:
+    """The aggregate `cpu` line of /proc/stat, in clock ticks."""
+    for line in text.splitlines():
+        if line.startswith("cpu "):
+            values = [int(x) for x in line.split()[1:]]
+            return dict(zip(CPU_FIELDS, values, strict=False))
+    raise ValueError("no aggregate cpu line in /proc/stat")
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """/proc/meminfo in bytes (the file says kB and means KiB)."""
+    out = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts:
+            out[key] = int(parts[0]) * (1024 if len(parts) > 1 and parts[1] == "kB" else 1)
+    return out
+
+
+def parse_pid_stat(text: str) -> tuple[int, float]:
+    """(ppid, own + reaped children's CPU seconds) from /proc/<pid>/stat."""
+    fields = text.rsplit(")", 1)[1].split()
+    # fields[0] is state (field 3); utime=14, stime=15, cutime=16, cstime=17 (1-based)
+    ppid = int(fields[1])
+    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))
+    return ppid, ticks / CLK_TCK
+
+
+def tree_cpu_s(stats: Mapping[int, tuple[int, float]], root: int) -> float | None:
+    """CPU seconds of `root` and its direct children (pure). Children that already exited
+    are in root's cutime/cstime once reaped; live ones (and zombies) are counted here."""
+    if root not in stats:
+        return None
+    return stats[root][1] + sum(cpu for ppid, cpu in stats.values() if ppid == root)
+
+
+# -- readers (I/O) ------------------------------------------------------------------------
+
+
+def block_stat_path(name: str) -> Path:
+    return Path("/sys/class/block") / name / "stat"  # works for partitions, too
+
+
+def read_device(name: str) -> DeviceCounters | None:
+    try:
+        return parse_block_stat(block_stat_path(name).read_text())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_cpu() -> dict[str, int] | None:
+    try:
+        return parse_proc_stat_cpu(Path("/proc/stat").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def read_mem() -> dict[str, int] | None:
+    try:
+        return parse_meminfo(Path("/proc/meminfo").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def read_server_cpu_s(postmaster_pid: int) -> float | None:
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stats[int(entry.name)] = parse_pid_stat((entry / "stat").read_text())
+        except (OSError, ValueError, IndexError):
+            continue
+    return tree_cpu_s(stats, postmaster_pid)
+
+
+def host_snapshot(
+    pg: dict[str, float | None], device_names: Iterable[str], errors: list[str]
+) -> Snapshot:
+    return Snapshot(
+        epoch=time.time(),
+        pg=pg,
+        devices={name: read_device(name) for name in device_names},
+        cpu_ticks=read_cpu(),
+        mem=read_mem(),
+        errors=errors,
+    )
+
+
+# -- the thread ---------------------------------------------------------------------------
+
+
+class Sampler:
+    """Calls `take()` every `interval_s` (on a fixed grid from `start()`) in a thread."""
+
+    def __init__(self, take: Callable[[], Snapshot], interval_s: float):
+        self._take = take
+        self.interval_s = interval_s
+        self.samples: list[Snapshot] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.failure: str | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="blocklab-sampler", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        t0 = time.monotonic()
+        tick = 1
+        while not self._stop.wait(max(0.0, t0 + tick * self.interval_s - time.monotonic())):
+            try:
+                self.samples.append(self._take())
+            except Exception as e:  # noqa: BLE001 - recorded, then the thread ends
+                self.failure = f"{type(e).__name__}: {e}"
+                return
+            tick = max(tick + 1, int((time.monotonic() - t0) / self.interval_s) + 1)
+
+    def stop(self) -> list[Snapshot]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        return self.samples

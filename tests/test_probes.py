@@ -1,0 +1,239 @@
+"""Instrumentation on real servers: Debian's PG 15 and a PG 18 build at 4 kB pages.
+
+The same code runs against both. Checked: the per-second WAL series adds up to the
+pg_stat_wal difference; the checkpoint timeline from the log has as many checkpoints as
+the counters say; volumes are bytes at the build's block size; missing views are
+reported as missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from blocklab import proc
+from blocklab.cluster import Cluster, server_user
+from blocklab.installation import Installation
+from blocklab.paths import Paths
+from blocklab.probes import Device, Instrumentation, ProbeContext, ProbeResult
+from blocklab.probes.provenance import collect_provenance
+from blocklab.probes.sampler import SECTOR_BYTES
+from blocklab.state import State
+
+SETTINGS = {
+    "shared_buffers": "16MB",
+    "max_wal_size": "32MB",
+    "min_wal_size": "32MB",
+    "checkpoint_timeout": "1h",  # no timed checkpoints: every one is counted below
+    "autovacuum": "off",
+    "synchronous_commit": "off",
+}
+RECORD_LOGS = os.environ.get("BLOCKLAB_RECORD_LOGS")  # a directory: keep the server logs
+
+
+def make_cluster(paths: Paths, inst: Installation, settings: dict[str, str]) -> Cluster:
+    base = paths.work / "test-probes" / uuid.uuid4().hex[:8]
+    c = Cluster(
+        inst,
+        base / "data",
+        socket_dir=base / "sock",
+        user=server_user(),
+        state=State(paths.home / f"state-{base.name}.json"),
+        log_path=base / "server.log",
+    )
+    c.initdb(data_checksums=False)
+    c.write_settings(settings)
+    c.start()
+    return c
+
+
+@pytest.fixture(params=["pg15", "pg18_4k"])
+def server(request: pytest.FixtureRequest, paths: Paths) -> Iterator[Cluster]:
+    inst: Installation = request.getfixturevalue(
+        "pg15_system" if request.param == "pg15" else request.param
+    )
+    c = make_cluster(paths, inst, SETTINGS)
+    try:
+        pgbench(c, ["-i", "-s", "2", "-q"])
+        # as a dataset would have it: begin() then creates nothing (no WAL outside the run)
+        c.psql("CREATE EXTENSION pgstattuple")
+        yield c
+    finally:
+        c.kill()
+        if RECORD_LOGS:
+            name = f"{request.param}-{c.data_dir.parent.name}.log"
+            shutil.copy(c.log_path, Path(RECORD_LOGS) / name)
+        shutil.rmtree(c.data_dir.parent, ignore_errors=True)
+
+
+def pgbench(c: Cluster, args: list[str]) -> proc.Result:
+    return proc.run([str(c.inst.bin("pgbench")), *c.conn_args(), *args, "postgres"], timeout_s=600)
+
+
+def data_device(path: Path) -> Device:
+    """The block device (partition) holding `path`, by its major:minor."""
+    dev = os.stat(path).st_dev
+    name = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve().name
+    return Device(name=name, role="data", shared=True)
+
+
+def context(c: Cluster) -> ProbeContext:
+    assert c.pid is not None
+    return ProbeContext(
+        conninfo=c.conninfo,
+        data_dir=c.data_dir,
+        server_log=c.log_path,
+        devices=[data_device(c.data_dir)],
+        block_size_bytes=c.inst.block_size_bytes,
+        wal_block_size_bytes=c.inst.wal_block_size_bytes,
+        server_pid=c.pid,
+        server_version_num=c.version_num(),
+    )
+
+
+def wal_bytes(c: Cluster) -> float:
+    """pg_stat_wal.wal_bytes once every other session has gone (and flushed its stats)."""
+    with psycopg.connect(c.conninfo, autocommit=True) as conn:
+        for _ in range(500):
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+                " AND pid <> pg_backend_pid()"
+            ).fetchone()
+            if row is not None and row[0] == 0:
+                break
+            time.sleep(0.01)
+        row = conn.execute("SELECT wal_bytes::float8 FROM pg_stat_wal").fetchone()
+    assert row is not None
+    return float(row[0])
+
+
+def checkpoints_during(
+    c: Cluster, n: int, every_s: float, stop: threading.Event
+) -> threading.Thread:
+    def loop() -> None:
+        with psycopg.connect(c.conninfo, autocommit=True) as conn:
+            for _ in range(n):
+                if stop.wait(every_s):
+                    return
+                conn.execute("CHECKPOINT")
+
+    t = threading.Thread(target=loop)
+    t.start()
+    return t
+
+
+def instrumented_run(c: Cluster, seconds: int) -> tuple[ProbeResult, float, float, int]:
+    wal_before = wal_bytes(c)
+    inst = Instrumentation(context(c))
+    inst.begin()
+    stop = threading.Event()
+    t = checkpoints_during(c, 2, 1.5, stop)
+    started = time.monotonic()
+    try:
+        out = pgbench(c, ["-n", "-c", "2", "-j", "2", "-T", str(seconds)]).stdout
+    finally:
+        stop.set()
+        t.join()
+    duration = time.monotonic() - started
+    with psycopg.connect(c.conninfo, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")  # whatever was running is done before end()
+    line = next(x for x in out.splitlines() if "actually processed" in x)
+    xacts = int(line.split(":")[1].split("/")[0])
+    wal_after = wal_bytes(c)  # before end(): pgstattuple's on-access pruning writes WAL
+    result = inst.end(xacts, duration)
+    return result, wal_before, wal_after, xacts
+
+
+def integral(points: list[tuple[float, float | None]]) -> float:
+    total, prev_t = 0.0, 0.0
+    for t, v in points:
+        assert v is not None
+        total += v * (t - prev_t)
+        prev_t = t
+    return total
+
+
+def test_instrumented_run(server: Cluster) -> None:
+    res, wal_before, wal_after, xacts = instrumented_run(server, 6)
+    m, s = res.metrics, res.series
+    bs = server.inst.block_size_bytes
+
+    # WAL: the per-second series adds up to the counter difference over the window
+    assert m["wal_bytes"] is not None and m["wal_bytes"] > 0
+    assert integral(s["wal_bytes_per_s"]) == pytest.approx(m["wal_bytes"], rel=1e-9)
+    assert abs((wal_after - wal_before) - m["wal_bytes"]) <= 1024  # bgwriter's xl_running_xacts
+    assert len(s["wal_bytes_per_s"]) >= 5  # ~1 Hz over 6+ s
+    stamps = [t for t, _ in s["wal_bytes_per_s"]]
+    assert max(b - a for a, b in zip([0.0, *stamps], stamps, strict=False)) < 2.5
+
+    # checkpoints: timeline from the log == counters' difference, volumes in bytes
+    assert m["checkpoints_counted"] == m["checkpoints_logged"] >= 3
+    assert res.facts["checkpoint_count_matches"] is True
+    done = [c for c in res.checkpoints if not c["incomplete"]]
+    assert done and all(c["bytes_written"] == c["buffers_written"] * bs for c in done)
+    assert {"immediate"} <= {c["trigger"] for c in res.checkpoints}
+    assert m["checkpoint_overlap"] == 1.0
+    assert s["checkpoints_done"][-1][1] == m["checkpoints_counted"]
+
+    # derived, in bytes
+    assert m["wal_bytes_per_xact"] == pytest.approx(m["wal_bytes"] / xacts)
+    assert 0 < (m["checkpointer_write_bytes"] or 0)
+    assert (m["checkpointer_write_bytes"] or 0) % bs == 0
+    assert m["n_tup_upd"] == pytest.approx(3 * xacts, rel=0.01)  # tpcb: 3 updates per xact
+    assert m["hot_update_ratio"] is not None and 0 < m["hot_update_ratio"] <= 1
+    assert m["cache_hit_ratio"] is not None and 0.5 < m["cache_hit_ratio"] <= 1
+    assert m["server_cpu_s"] is not None and m["server_cpu_s"] > 0
+    assert (m["device_data_write_bytes"] or 0) % SECTOR_BYTES == 0
+    assert m["pgbench_accounts.table_bytes"] is not None
+    assert m["pgbench_accounts.table_bytes"] % bs == 0
+    assert m["pgbench_accounts.table_free_bytes"] is not None
+    assert 0 <= m["pgbench_accounts.table_free_bytes"] < m["pgbench_accounts.table_bytes"]
+    assert all(k in s for k in ("cpu_user_pct", "cpu_iowait_pct", "mem_used_bytes"))
+
+    # version-aware: what is missing is listed, never zero
+    if server.inst.major >= 18:
+        assert "pg_stat_wal.wal_write" not in m and "wal_write_per_s" not in s
+        assert "pg_stat_io" in res.facts["counter_basis"]["backend_write_bytes"]
+        assert m["newpage_update_ratio"] is not None
+    else:
+        assert "pg_stat_io" in res.missing
+        assert "pg_stat_user_tables.n_tup_newpage_upd" in res.missing
+        assert m["newpage_update_ratio"] is None
+        assert "wal_write_per_s" in s
+    assert res.facts["sample_errors"] == [] and res.facts["sampler_failure"] is None
+
+
+def test_provenance(server: Cluster) -> None:
+    prov = collect_provenance(
+        server.conninfo, server.inst, storage_facts={"kind": "dir"}, commands=[["pgbench", "-i"]]
+    )
+    assert prov["errors"] == {}
+    assert int(prov["settings"]["block_size"]["setting"]) == server.inst.block_size_bytes
+    assert prov["pg_config"]["VERSION"].startswith(f"PostgreSQL {server.inst.major}")
+    assert prov["host"]["kernel"] and prov["host"]["mem_total_bytes"] > 0
+    assert prov["storage"] == {"kind": "dir"} and prov["commands"] == [["pgbench", "-i"]]
+
+
+def test_begin_fails_cleanly_without_server(paths: Paths, pg15_system: Installation) -> None:
+    from blocklab.errors import RunError
+
+    ctx = ProbeContext(
+        conninfo=f"host={paths.work} port=1 user=blocklab dbname=postgres",
+        data_dir=paths.work,
+        server_log=paths.work / "nothing.log",
+        devices=[],
+        block_size_bytes=8192,
+        wal_block_size_bytes=8192,
+        server_pid=1,
+        server_version_num=150000,
+    )
+    with pytest.raises(RunError, match="cannot connect"):
+        Instrumentation(ctx).begin()
