@@ -1,7 +1,65 @@
-"""CLI commands: report. Each module exports COMMANDS, registered by blocklab.cli."""
+"""CLI commands: report, serve. Each module exports COMMANDS, registered by blocklab.cli."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-COMMANDS: list[click.Command] = []
+from blocklab.paths import Paths
+from blocklab.report import DEFAULT_HOST, SiteResult, build_site, make_server
+
+RESULTS_HELP = "results directory (default: BLOCKLAB_RESULTS or BLOCKLAB_HOME/results)"
+OUT_HELP = "where to write the site (default: RESULTS/report); replaced whole"
+
+
+def _dirs(results: Path | None, out: Path | None) -> tuple[Path, Path]:
+    res = Paths.from_env(results=results).results
+    return res, (out.absolute() if out else res / "report")
+
+
+def _describe(r: SiteResult) -> str:
+    return (
+        f"wrote {r.pages} pages for {r.experiments} experiment(s), {r.runs} runs in "
+        f"{r.elapsed_s:.1f} s: {r.html_bytes / 1e6:.1f} MB of HTML, {r.total_bytes / 1e6:.1f} MB "
+        f"in all; largest page {r.largest_page} ({r.largest_page_bytes / 1e3:.0f} kB)"
+    )
+
+
+@click.command("report")
+@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+@click.option("--out", type=click.Path(path_type=Path), help=OUT_HELP)
+def report(results: Path | None, out: Path | None) -> None:
+    """Write the static report site (works offline, from disk)."""
+    res, site = _dirs(results, out)
+    r = build_site(res, site)
+    click.echo(_describe(r))
+    click.echo(f"open {site / 'index.html'}")
+
+
+@click.command("serve")
+@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+@click.option("--out", type=click.Path(path_type=Path), help=OUT_HELP)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--host",
+    default=DEFAULT_HOST,
+    show_default=True,
+    help="address to listen on; anything but 127.0.0.1 exposes the results to the network",
+)
+def serve(results: Path | None, out: Path | None, port: int, host: str) -> None:
+    """(Re)generate the report site and serve it on 127.0.0.1 until Ctrl-C."""
+    res, site = _dirs(results, out)
+    click.echo(_describe(build_site(res, site)))
+    server = make_server(site, host=host, port=port)
+    if host != DEFAULT_HOST:
+        click.secho(f"warning: listening on {host}: reachable from other machines", err=True)
+    bound_port = server.server_address[1]
+    click.echo(f"serving {site} at http://{host}:{bound_port}/ (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+COMMANDS: list[click.Command] = [report, serve]

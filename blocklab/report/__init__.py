@@ -1,0 +1,17 @@
+"""Report site: static pages generated from the results database, and a local server.
+
+build_site(results_dir, out_dir) -> SiteResult    # blocklab report
+make_server(site_dir, host=..., port=...)         # blocklab serve
+"""
+
+from blocklab.report.server import DEFAULT_HOST, make_server, resolve_in_site
+from blocklab.report.site import SiteResult, build_site, page_weight
+
+__all__ = [
+    "DEFAULT_HOST",
+    "SiteResult",
+    "build_site",
+    "make_server",
+    "page_weight",
+    "resolve_in_site",
+]

@@ -1,0 +1,234 @@
+"""The report's data layer: reads everything through blocklab.store.ResultsDB.
+
+`load_experiment` gathers one experiment's variants, runs and per-run metrics and
+computes the statistics (blocklab.stats, via report.shape). Per-second series and
+checkpoints are read per run (`load_run_detail`) so only run pages carry them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from blocklab.errors import UserError
+from blocklab.report import shape
+from blocklab.store import RESULTS_DB_NAME, ResultsDB
+
+
+@dataclass
+class RunView:
+    id: int
+    variant_id: str
+    round: int
+    position: int
+    status: str
+    reason: str
+    started_at: str
+    ended_at: str
+    tps: float | None
+    latency_avg_ms: float | None
+    raw_dir: str
+    command: str
+    exit_code: int | None
+    settings: dict[str, Any]
+    provenance: dict[str, Any]
+    metrics: dict[str, float | None]
+
+    def value(self, metric: str) -> float | None:
+        if metric == "tps":
+            return self.tps
+        if metric == "latency_avg_ms":
+            return self.latency_avg_ms
+        return self.metrics.get(metric)
+
+
+@dataclass
+class VariantView:
+    variant_id: str
+    label: str
+    position: int
+    dims: dict[str, Any]
+    variant: dict[str, Any]
+    is_reference: bool
+    cells: dict[str, shape.CellStats] = field(default_factory=dict)  # metric -> stats
+
+
+@dataclass
+class ExperimentView:
+    name: str
+    slug: str
+    description: str
+    created_at: str
+    host: dict[str, Any]
+    state: str
+    end_reason: str
+    reference: str | None
+    variants: list[VariantView]
+    runs: list[RunView]
+    metrics: list[shape.MetricInfo]
+
+    @property
+    def dims(self) -> dict[str, list[Any]]:
+        return shape.dimension_values([v.dims for v in self.variants])
+
+    @property
+    def axes(self) -> tuple[str | None, str | None]:
+        return shape.default_axes(list(self.dims))
+
+    @property
+    def n_ok(self) -> int:
+        return sum(r.status == "ok" for r in self.runs)
+
+    @property
+    def n_failed(self) -> int:
+        return sum(r.status != "ok" for r in self.runs)
+
+    @property
+    def failed_runs(self) -> list[RunView]:
+        return [r for r in self.runs if r.status != "ok"]
+
+    def variant(self, variant_id: str) -> VariantView:
+        return next(v for v in self.variants if v.variant_id == variant_id)
+
+    def runs_of(self, variant_id: str) -> list[RunView]:
+        return [r for r in self.runs if r.variant_id == variant_id]
+
+
+@dataclass
+class RunDetail:
+    series: dict[str, list[tuple[float, float | None]]]
+    checkpoints: list[dict[str, Any]]
+
+
+def slug(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "experiment"
+    return s[:80]
+
+
+def open_results(results: Path) -> ResultsDB:
+    """The results database of `results`, or a UserError naming --results."""
+    if not results.is_dir():
+        raise UserError(
+            f"--results: {results} does not exist or is not a directory "
+            "(give the results directory an experiment wrote to)"
+        )
+    if not (results / RESULTS_DB_NAME).is_file():
+        raise UserError(
+            f"--results: {results} holds no results database ({RESULTS_DB_NAME}); "
+            "run an experiment first or point --results at a results directory"
+        )
+    db = ResultsDB(results, create=False)
+    if not db.experiments():
+        db.close()
+        raise UserError(f"--results: {results} holds no experiment; run one first")
+    return db
+
+
+def _run_view(row: Any, metrics: dict[str, float | None]) -> RunView:
+    return RunView(
+        id=int(row["id"]),
+        variant_id=row["variant_id"],
+        round=int(row["round"]),
+        position=int(row["position"]),
+        status=row["status"],
+        reason=row["reason"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        tps=row["tps"],
+        latency_avg_ms=row["latency_avg_ms"],
+        raw_dir=row["raw_dir"],
+        command=row["command"],
+        exit_code=row["exit_code"],
+        settings=json.loads(row["settings_json"] or "{}"),
+        provenance=json.loads(row["provenance_json"] or "{}"),
+        metrics=metrics,
+    )
+
+
+def load_experiment(db: ResultsDB, name: str) -> ExperimentView:
+    exp = db.experiment(name)
+    ref = exp["reference"]
+    runs = [_run_view(r, db.metrics(int(r["id"]))) for r in db.runs(name)]
+    variants = [
+        VariantView(
+            variant_id=v["variant_id"],
+            label=v["label"],
+            position=int(v["position"]),
+            dims=json.loads(v["dims_json"] or "{}"),
+            variant=json.loads(v["variant_json"] or "{}"),
+            is_reference=v["variant_id"] == ref,
+        )
+        for v in db.variants(name)
+    ]
+    present = {"tps", "latency_avg_ms"}
+    for r in runs:
+        present.update(k for k, val in r.metrics.items() if val is not None)
+    metrics = shape.order_metrics(present)
+    _fill_cells(variants, runs, metrics, ref)
+    return ExperimentView(
+        name=name,
+        slug=slug(name),
+        description=exp["description"],
+        created_at=exp["created_at"],
+        host=json.loads(exp["host_json"] or "{}"),
+        state=exp["state"],
+        end_reason=exp["end_reason"],
+        reference=ref,
+        variants=variants,
+        runs=runs,
+        metrics=metrics,
+    )
+
+
+def round_values(runs: list[RunView], variant_id: str, metric: str) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for r in runs:
+        if r.variant_id == variant_id and r.status == "ok":
+            v = r.value(metric)
+            if v is not None:
+                out[r.round] = float(v)
+    return out
+
+
+def _fill_cells(
+    variants: list[VariantView],
+    runs: list[RunView],
+    metrics: list[shape.MetricInfo],
+    ref: str | None,
+) -> None:
+    has_ref = any(v.variant_id == ref for v in variants)
+    for m in metrics:
+        ref_values = round_values(runs, ref, m.key) if has_ref and ref else {}
+        for v in variants:
+            values = round_values(runs, v.variant_id, m.key)
+            against = None if v.is_reference or not has_ref else ref_values
+            cell = shape.cell_stats(values, against, m, is_reference=v.is_reference)
+            if cell is not None:
+                v.cells[m.key] = cell
+
+
+def load_run_detail(db: ResultsDB, run_id: int) -> RunDetail:
+    cps = [
+        {
+            "start_s": c["start_s"],
+            "end_s": c["end_s"],
+            "trigger": c["trigger"],
+            "kind": shape.checkpoint_kind(c["trigger"]),
+            "incomplete": bool(c["incomplete"]),
+            "bytes_written": c["bytes_written"],
+        }
+        for c in db.checkpoints(run_id)
+    ]
+    return RunDetail(series=db.series(run_id), checkpoints=cps)
+
+
+def raw_source(results: Path, raw_dir: str) -> Path | None:
+    """A run's raw directory (relative to the results dir, or absolute), if it exists."""
+    if not raw_dir:
+        return None
+    p = Path(raw_dir)
+    p = p if p.is_absolute() else results / p
+    return p if p.is_dir() else None

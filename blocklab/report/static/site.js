@@ -1,0 +1,395 @@
+/* blocklab report: draws the charts from the JSON each page embeds. No network. */
+"use strict";
+(function () {
+  const COLORSCALE = "Viridis";
+  const CP_FILL = { time: "rgba(31,119,180,0.16)", wal: "rgba(255,127,14,0.24)", other: "rgba(127,127,127,0.18)" };
+  const CONFIG = { responsive: true, displaylogo: false, showLink: false, showSendToCloud: false };
+
+  function pageData() {
+    const el = document.getElementById("page-data");
+    return el ? JSON.parse(el.textContent) : null;
+  }
+
+  function fmt(x) {
+    if (x === null || x === undefined || !isFinite(x)) return "–";
+    const a = Math.abs(x);
+    if (a >= 1000) return Math.round(x).toLocaleString("en-US");
+    if (a >= 100) return x.toFixed(1);
+    if (a >= 1) return x.toFixed(2);
+    if (a === 0) return "0";
+    return x.toPrecision(3);
+  }
+
+  function emptyMessage(div, text) {
+    div.innerHTML = "";
+    const p = document.createElement("div");
+    p.className = "empty";
+    p.textContent = text;
+    div.appendChild(p);
+  }
+
+  function option(select, value, text, selected) {
+    const o = document.createElement("option");
+    o.value = value;
+    o.textContent = text;
+    if (selected) o.selected = true;
+    select.appendChild(o);
+  }
+
+  // ---- cells: variants on two axes -------------------------------------------------
+
+  function determined(variants, dim, by) {
+    const seen = new Map();
+    for (const v of variants) {
+      const key = by.map((b) => String(v.dims[b])).join("\u0001");
+      const val = String(v.dims[dim]);
+      if (!seen.has(key)) seen.set(key, val);
+      else if (seen.get(key) !== val) return false;
+    }
+    return true;
+  }
+
+  // The dimensions besides the axes that must be fixed to get one variant per cell
+  // (the same rule as blocklab.report.shape.free_dims).
+  function freeDims(variants, dimNames, axes) {
+    const used = axes.filter((a) => a);
+    const rest = dimNames.filter((k) => !used.includes(k));
+    const order = rest.slice().sort((a, b) => (a === "storage" ? 0 : 1) - (b === "storage" ? 0 : 1));
+    for (const dim of order) {
+      const others = used.concat(rest.filter((k) => k !== dim));
+      if (determined(variants, dim, others)) rest.splice(rest.indexOf(dim), 1);
+    }
+    return rest;
+  }
+
+  function matches(v, filters) {
+    return Object.keys(filters).every((k) => String(v.dims[k]) === String(filters[k]));
+  }
+
+  // z, hover text and links for a heatmap; rows follow y, columns follow x.
+  function cellMatrix(exp, x, y, filters, metric) {
+    const xs = x ? exp.dimValues[x].map(String) : [""];
+    const ys = y ? exp.dimValues[y].map(String) : [""];
+    const z = ys.map(() => xs.map(() => null));
+    const hover = ys.map(() => xs.map(() => "no variant"));
+    const links = ys.map(() => xs.map(() => null));
+    const m = exp.metrics.find((k) => k.key === metric) || { label: metric, unit: "" };
+    for (const v of exp.variants) {
+      if (!matches(v, filters)) continue;
+      const i = y ? ys.indexOf(String(v.dims[y])) : 0;
+      const j = x ? xs.indexOf(String(v.dims[x])) : 0;
+      if (i < 0 || j < 0 || links[i][j]) continue;
+      links[i][j] = v.href;
+      const s = v.stats[metric];
+      if (!s) { hover[i][j] = v.label + "<br>no successful run"; continue; }
+      z[i][j] = s.mean;
+      hover[i][j] = cellHover(v, s, m);
+    }
+    return { xs, ys, z, hover, links };
+  }
+
+  function cellHover(v, s, m) {
+    let t = "<b>" + v.label + "</b><br>" + m.label + ": " + fmt(s.mean) + (m.unit ? " " + m.unit : "");
+    t += s.lo !== null ? "<br>95 % CI " + fmt(s.lo) + " – " + fmt(s.hi) : "<br>no CI (n < 2)";
+    t += "<br>n = " + s.n;
+    if (s.ratio !== null && s.ratio !== undefined) {
+      t += "<br>ratio to reference " + s.ratio.toFixed(3);
+      if (s.rlo !== null) t += " (" + s.rlo.toFixed(3) + " – " + s.rhi.toFixed(3) + ")";
+      t += "<br>" + s.verdict;
+    } else if (v.ref) t += "<br>reference";
+    if (s.noisy) t += "<br>noisy";
+    return t + "<br><i>click for its runs</i>";
+  }
+
+  function heatTrace(cm, m, zmin, zmax, showscale) {
+    return {
+      type: "heatmap", x: cm.xs, y: cm.ys, z: cm.z,
+      customdata: cm.hover, hovertemplate: "%{customdata}<extra></extra>",
+      text: cm.z.map((row) => row.map((v) => (v === null ? "" : fmt(v)))), texttemplate: "%{text}", colorscale: COLORSCALE, zmin: zmin, zmax: zmax, xgap: 2, ygap: 2,
+      showscale: showscale,
+      colorbar: { title: { text: m.label + (m.unit ? " (" + m.unit + ")" : ""), side: "right" } },
+    };
+  }
+
+  function barTrace(exp, cm, m) {
+    // One dimension (or none): bars with the 95 % CI as whiskers.
+    const row = 0, mean = cm.z[row];
+    const hi = cm.xs.map((_, j) => statOf(exp, cm, j, "hi"));
+    const lo = cm.xs.map((_, j) => statOf(exp, cm, j, "lo"));
+    return {
+      type: "bar", x: cm.xs, y: mean, customdata: cm.hover[row],
+      hovertemplate: "%{customdata}<extra></extra>",
+      marker: { color: mean, colorscale: COLORSCALE, showscale: true,
+        colorbar: { title: { text: m.label + (m.unit ? " (" + m.unit + ")" : "") } } },
+      error_y: { type: "data", symmetric: false, visible: true, color: "#333",
+        array: mean.map((v, j) => (v === null || hi[j] === null ? 0 : hi[j] - v)),
+        arrayminus: mean.map((v, j) => (v === null || lo[j] === null ? 0 : v - lo[j])) },
+    };
+  }
+
+  function statOf(exp, cm, j, key) {
+    const href = cm.links[0][j];
+    const v = exp.variants.find((w) => w.href === href);
+    const s = v && v.stats[cm.metric];
+    return s && s[key] !== null && s[key] !== undefined ? s[key] : null;
+  }
+
+  function finite(zs) {
+    const out = [];
+    for (const row of zs) for (const v of row) if (v !== null && isFinite(v)) out.push(v);
+    return out;
+  }
+
+  function onCellClick(div, cm) {
+    div.on("plotly_click", (ev) => {
+      const p = ev.points[0];
+      let i = 0, j = 0;
+      if (Array.isArray(p.pointIndex)) { i = p.pointIndex[0]; j = p.pointIndex[1]; } else { j = p.pointIndex; }
+      const href = cm.links[i] && cm.links[i][j];
+      if (href) window.location.href = href;
+    });
+  }
+
+  function drawCells(div, exp, x, y, filters, metric, scale) {
+    const cm = cellMatrix(exp, x, y, filters, metric);
+    cm.metric = metric;
+    const m = exp.metrics.find((k) => k.key === metric) || { label: metric, unit: "" };
+    const vals = finite(cm.z);
+    if (!vals.length) { emptyMessage(div, "no value of " + m.label + " here"); return null; }
+    const zmin = scale ? scale.zmin : Math.min(...vals);
+    const zmax = scale ? scale.zmax : Math.max(...vals);
+    const layout = { margin: { l: 80, r: 20, t: 10, b: 60 }, hovermode: "closest",
+      xaxis: { type: "category", title: { text: x || "" } },
+      yaxis: { type: "category", title: { text: y || "" } } };
+    let trace;
+    if (y) trace = heatTrace(cm, m, zmin, zmax, scale ? scale.showscale : true);
+    else {
+      trace = barTrace(exp, cm, m);
+      layout.yaxis = { title: { text: m.label + (m.unit ? " (" + m.unit + ")" : "") }, rangemode: "tozero" };
+    }
+    div.innerHTML = "";
+    Plotly.newPlot(div, [trace], layout, CONFIG);
+    onCellClick(div, cm);
+    return cm;
+  }
+
+  // ---- experiment page -------------------------------------------------------------
+
+  function initExperiment(d) {
+    const metricSel = document.getElementById("metric");
+    const xSel = document.getElementById("axis-x");
+    const ySel = document.getElementById("axis-y");
+    const filtersEl = document.getElementById("filters");
+    const div = document.getElementById("heatmap");
+    const dims = Object.keys(d.dimValues);
+    option(xSel, "", "(none)", !d.axes[0]);
+    option(ySel, "", "(none)", !d.axes[1]);
+    for (const k of dims) { option(xSel, k, k, k === d.axes[0]); option(ySel, k, k, k === d.axes[1]); }
+    const filterValues = {};
+
+    function drawFilters(free) {
+      filtersEl.innerHTML = "";
+      for (const k of free) {
+        const label = document.createElement("label");
+        label.textContent = k + " ";
+        const sel = document.createElement("select");
+        sel.dataset.dim = k;
+        const vals = d.dimValues[k].map(String);
+        if (!vals.includes(filterValues[k])) filterValues[k] = vals[0];
+        for (const v of vals) option(sel, v, v, v === filterValues[k]);
+        sel.addEventListener("change", () => { filterValues[k] = sel.value; redraw(); });
+        label.appendChild(sel);
+        filtersEl.appendChild(label);
+      }
+    }
+
+    function redraw() {
+      let x = xSel.value || null, y = ySel.value || null;
+      if (x === y) y = null;
+      if (!x && y) { x = y; y = null; }
+      const free = freeDims(d.variants, dims, [x, y]);
+      drawFilters(free);
+      const filters = {};
+      for (const k of free) filters[k] = filterValues[k];
+      drawCells(div, d, x, y, filters, metricSel.value, null);
+      for (const t of document.querySelectorAll("table.summary")) t.hidden = t.dataset.metric !== metricSel.value;
+    }
+
+    for (const s of [metricSel, xSel, ySel]) s.addEventListener("change", redraw);
+    redraw();
+  }
+
+  // ---- compare page ----------------------------------------------------------------
+
+  function initCompare(d) {
+    const itemsEl = document.getElementById("compare-items");
+    const metricSel = document.getElementById("compare-metric");
+    const panels = document.getElementById("panels");
+    const scaleEl = document.getElementById("compare-scale");
+    const seen = new Set();
+    for (const e of d.experiments) for (const m of e.metrics) {
+      if (!seen.has(m.key)) { seen.add(m.key); option(metricSel, m.key, m.label + (m.unit ? " (" + m.unit + ")" : ""), m.key === "tps"); }
+    }
+    d.items.forEach((it, n) => {
+      const label = document.createElement("label");
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.value = String(n);
+      box.className = "compare-item";
+      box.dataset.title = it.title;
+      box.addEventListener("change", redraw);
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(" " + it.title));
+      itemsEl.appendChild(label);
+    });
+
+    function redraw() {
+      const metric = metricSel.value;
+      const ticked = [...itemsEl.querySelectorAll("input:checked")].map((b) => d.items[Number(b.value)]);
+      panels.innerHTML = "";
+      const mats = ticked.map((it) => {
+        const exp = d.experiments[it.experiment];
+        return { it, exp, cm: cellMatrix(exp, it.axes[0], it.axes[1], it.filters, metric) };
+      });
+      const all = [].concat(...mats.map((p) => finite(p.cm.z)));
+      if (!ticked.length) { scaleEl.textContent = "Tick two or more items."; return; }
+      if (!all.length) { scaleEl.textContent = "No ticked item has this metric."; return; }
+      const scale = { zmin: Math.min(...all), zmax: Math.max(...all) };
+      scaleEl.textContent = "One colour scale for all panels: " + fmt(scale.zmin) + " – " + fmt(scale.zmax) + ".";
+      mats.forEach((p, n) => {
+        const box = document.createElement("div");
+        box.className = "panel";
+        const h = document.createElement("h3");
+        const a = document.createElement("a");
+        a.href = p.exp.page;
+        a.textContent = p.it.title;
+        h.appendChild(a);
+        const div = document.createElement("div");
+        div.className = "chart";
+        box.appendChild(h);
+        box.appendChild(div);
+        panels.appendChild(box);
+        scale.showscale = n === mats.length - 1;
+        drawCells(div, p.exp, p.it.axes[0], p.it.axes[1], p.it.filters, metric, scale);
+      });
+    }
+    metricSel.addEventListener("change", redraw);
+    redraw();
+  }
+
+  // ---- run page --------------------------------------------------------------------
+
+  function xy(points, scale) {
+    const s = scale || 1;
+    return { x: points.map((p) => p[0]), y: points.map((p) => (p[1] === null ? null : p[1] / s)) };
+  }
+
+  function cpShapes(cps, tmin, tmax) {
+    const out = [];
+    for (const c of cps) {
+      const x0 = Math.max(c.start_s === null ? tmin : c.start_s, tmin);
+      const x1 = Math.min(c.end_s === null ? tmax : c.end_s, tmax);
+      if (!(x1 > x0)) continue;
+      out.push({ type: "rect", xref: "x", yref: "paper", x0, x1, y0: 0, y1: 1, layer: "below",
+        fillcolor: CP_FILL[c.kind] || CP_FILL.other,
+        line: c.incomplete ? { width: 1, dash: "dot", color: "#888" } : { width: 0 } });
+    }
+    return out;
+  }
+
+  function lineChart(id, traces, d, yaxis) {
+    const div = typeof id === "string" ? document.getElementById(id) : id;
+    if (!div) return;
+    const shown = traces.filter((t) => t && t.x.length);
+    if (!shown.length) { emptyMessage(div, "not recorded in this run"); return; }
+    const layout = { margin: { l: 60, r: 10, t: 10, b: 40 }, hovermode: "x unified",
+      legend: { orientation: "h", y: -0.2 }, xaxis: { title: { text: "seconds" }, range: [d.tmin, d.tmax] },
+      yaxis: Object.assign({ rangemode: "tozero" }, yaxis || {}),
+      shapes: cpShapes(d.checkpoints, d.tmin, d.tmax) };
+    Plotly.newPlot(div, shown, layout, CONFIG);
+  }
+
+  function line(points, name, extra, scale) {
+    if (!points) return null;
+    return Object.assign({ type: "scatter", mode: "lines", name: name }, xy(points, scale), extra || {});
+  }
+
+  function initRun(d) {
+    const s = d.series;
+    const used = new Set(["tps", "latency_ms", "latency_max_ms", "wal_bytes_per_s",
+      "device_write_bytes_per_s", "device_read_bytes_per_s"]);
+    lineChart("chart-tps", [line(s.tps, "tps", { line: { width: 1, color: "#9bb7d4" } }),
+      line(d.ma10, "10-second moving average", { line: { width: 2.5, color: "#1f5fa8" } })], d);
+    const lat = [line(s.latency_ms, "latency (ms)", { line: { color: "#6a3d9a" } }),
+      line(s.latency_max_ms, "max latency (ms)", { line: { color: "#cab2d6", dash: "dot" } })];
+    lineChart("chart-latency", lat, d);
+    lineChart("chart-latency-log", lat.map((t) => t && Object.assign({}, t)), d, { type: "log", rangemode: "normal" });
+    lineChart("chart-io", [line(s.device_write_bytes_per_s, "device write MB/s", {}, 1e6),
+      line(s.device_read_bytes_per_s, "device read MB/s", {}, 1e6),
+      line(s.wal_bytes_per_s, "WAL MB/s", {}, 1e6)], d);
+    const cpu = Object.keys(s).filter((k) => k.startsWith("cpu_")).sort();
+    cpu.forEach((k) => used.add(k));
+    lineChart("chart-cpu", cpu.map((k) => line(s[k], k.replace(/^cpu_|_pct$/g, "") + " %")), d);
+    const other = document.getElementById("other-charts");
+    for (const k of Object.keys(s).sort()) {
+      if (used.has(k) || !other) continue;
+      const box = document.createElement("div");
+      const h = document.createElement("h3");
+      h.textContent = k;
+      const div = document.createElement("div");
+      div.className = "chart";
+      box.appendChild(h);
+      box.appendChild(div);
+      other.appendChild(box);
+      lineChart(div, [line(s[k], k)], d);
+    }
+  }
+
+  // ---- grid page -------------------------------------------------------------------
+
+  function initGrid(d) {
+    const grid = document.getElementById("grid");
+    const xs = d.xs.length ? d.xs : [""];
+    const ys = d.ys.length ? d.ys : [""];
+    grid.style.gridTemplateColumns = "6em repeat(" + xs.length + ", minmax(220px, 1fr))";
+    const head = (t) => { const h = document.createElement("div"); h.className = "head"; h.textContent = t; grid.appendChild(h); };
+    head((d.y || "") + " \\ " + (d.x || ""));
+    xs.forEach((x) => head(x));
+    ys.forEach((y) => {
+      head(y);
+      xs.forEach((x) => {
+        const cell = d.cells.find((c) => String(c.x) === x && String(c.y) === y);
+        const box = document.createElement("div");
+        box.className = "cell";
+        const div = document.createElement("div");
+        div.className = "chart";
+        if (cell) {
+          const a = document.createElement("a");
+          a.href = cell.href;
+          a.textContent = cell.title;
+          a.className = "muted";
+          box.appendChild(a);
+        }
+        box.appendChild(div);
+        grid.appendChild(box);
+        if (!cell || !cell.runs.length) { emptyMessage(div, "no run"); return; }
+        const traces = cell.runs.map((r) => ({ type: "scatter", mode: "lines", name: "#" + r.id + " " + r.label,
+          x: r.t, y: r.v, line: { width: 1, color: d.colors[r.label] }, hovertemplate: "#" + r.id + " %{y:.0f} tps<extra></extra>" }));
+        Plotly.newPlot(div, traces, { margin: { l: 40, r: 5, t: 5, b: 25 }, showlegend: false,
+          yaxis: { range: [0, d.ymax] }, xaxis: { range: [d.tmin, d.tmax] } },
+          { displayModeBar: false, responsive: true, staticPlot: false });
+      });
+    });
+  }
+
+  // ---- start -----------------------------------------------------------------------
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const page = document.body.dataset.page;
+    const d = pageData();
+    if (!d || typeof Plotly === "undefined") return;
+    const init = { experiment: initExperiment, compare: initCompare, run: initRun, grid: initGrid }[page];
+    if (init) init(d);
+    document.body.dataset.ready = "1";
+  });
+})();
