@@ -273,6 +273,8 @@ class Cluster:
 
     def _prepare_runtime_dirs(self) -> None:
         private_dir(self.socket_dir, self.user)
+        if not self.server_pids():  # a killed server leaves its socket lock file behind
+            clear_dir(self.socket_dir)
         ensure_dir(self.log_path.parent)
         self.log_path.touch()
         os.chown(self.log_path, self.user.uid, self.user.gid)

@@ -96,6 +96,7 @@ class Lab:
         self._storages: dict[str, ProvisionedLike] = {}
         self._clusters: dict[tuple[str, str], Cluster] = {}
         self._snapshots: dict[str, dataset.Snapshot] = {}
+        self._caps: list[Any] = []  # memory cgroups (blocklab.storage.cgroup.MemoryCap)
         self.datasets: dict[str, DatasetInfo] = {}
         self._user: User | None = None
 
@@ -120,6 +121,12 @@ class Lab:
             except (BlocklabError, OSError) as e:
                 errors.append(f"stopping {cluster.data_dir}: {e}")
         self._clusters.clear()
+        for cap in self._caps:
+            try:
+                cap.close()
+            except (BlocklabError, OSError) as e:
+                errors.append(f"removing memory cgroup: {e}")
+        self._caps.clear()
         for name, storage in list(self._storages.items()):
             try:
                 storage.release()
@@ -178,9 +185,23 @@ class Lab:
                 state=self.state,
                 wal_dir=store.wal_dir,
                 log_path=server_dir / "server.log",
-                memory_hook=_memory_hook(req, short, self.state),
+                memory_hook=self._memory_hook(req, short),
             )
         return self._clusters[key]
+
+    def _memory_hook(self, req: StorageRequest, name: str) -> Callable[[int], None] | None:
+        """A cgroup memory cap for the server when the storage asks for one."""
+        if req.memory_limit_bytes is None:
+            return None
+        try:
+            from blocklab.storage import cgroup
+        except ImportError:
+            raise StorageError(
+                "memory_limit_bytes needs blocklab.storage.cgroup, which is not available"
+            ) from None
+        cap = cgroup.hook(name, req.memory_limit_bytes, state=self.state)
+        self._caps.append(cap)
+        return cap
 
     def dataset(self, variant: Variant, inst: Installation, cluster: Cluster) -> dataset.Snapshot:
         key = variant.dataset_key(inst.key)
@@ -279,16 +300,3 @@ def _storage_provision() -> Callable[..., Any] | None:
         return None
     provision = getattr(storage, "provision", None)
     return provision if callable(provision) else None
-
-
-def _memory_hook(req: StorageRequest, name: str, state: State) -> Callable[[int], None] | None:
-    """A cgroup memory cap for the server when the storage asks for one."""
-    if req.memory_limit_bytes is None:
-        return None
-    try:
-        from blocklab.storage import cgroup  # type: ignore[attr-defined]
-    except ImportError:
-        raise StorageError(
-            "memory_limit_bytes needs blocklab.storage.cgroup, which is not available"
-        ) from None
-    return cgroup.hook(name, req.memory_limit_bytes, state=state)

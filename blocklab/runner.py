@@ -138,7 +138,9 @@ def verdict(
     """Why a measured execution is not a result ("" when it is one). Pure."""
     reasons = []
     if exit_code != 0:
-        detail = f": {errors[-1]}" if errors else ""
+        detail = f": {errors[0]}" if errors else ""
+        if len(errors) > 1 and errors[-1] != errors[0]:
+            detail += f" (last error: {errors[-1]})"
         reasons.append(f"pgbench exit code {exit_code}{detail}")
     if not server_alive:
         reasons.append("the server died during the run")
