@@ -9,6 +9,7 @@ so a new kernel or xfsprogs triggers a new probe.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import platform
@@ -38,8 +39,10 @@ def cache_path(paths: Paths) -> Path:
     return paths.cache / CACHE_NAME
 
 
+@functools.cache
 def machine_key() -> dict[str, str]:
-    """Kernel release and mkfs versions: a probe is valid while these are unchanged."""
+    """Kernel release and mkfs versions: a probe is valid while these are unchanged.
+    (Asked once per process; do not mutate the returned dict.)"""
     key = {"kernel": platform.release()}
     for fstype, argv in VERSION_ARGV.items():
         try:
