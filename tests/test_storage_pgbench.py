@@ -225,3 +225,88 @@ def test_lab_run_on_ext4_counts_device_bytes_above_wal(
         assert not Path(mounted[0]).exists()
     finally:
         release_all(state, only_dead_owners=False)
+
+
+# -- `blocklab run` killed mid-run -----------------------------------------------------
+EXPERIMENT = """
+[experiment]
+name = "killed"
+description = "a run that is SIGKILLed while pgbench runs"
+rounds = 1
+
+[matrix]
+postgres = "18"
+block_size = 8
+wal_block_size = 8
+storage = { kind = "ext4", mount_options = ["noatime"] }
+scale = 1
+workload = { builtin = "simple-update", query_mode = "prepared" }
+clients = 2
+duration = 120
+"""
+
+
+@pytest.mark.build
+def test_blocklab_run_sigkilled_mid_run_then_cleanup(
+    paths: Paths, pg18_8k: Installation, tmp_path: Path
+) -> None:
+    home = paths.home / ("run" + uuid.uuid4().hex[:6])
+    env = {"BLOCKLAB_HOME": str(home), "BLOCKLAB_CACHE": str(paths.cache)}
+    state = State(home / "state.json")
+    exp = tmp_path / "killed.toml"
+    exp.write_text(EXPERIMENT)
+    run = proc.spawn(
+        [sys.executable, "-m", "blocklab.cli", "run", str(exp), "--results", str(home / "res")],
+        stdout_path=tmp_path / "run.out",
+        env=env,
+    )
+    try:
+        try:
+            server_pid = _wait_for_pgbench(state, run.pid, home)
+        finally:
+            os.kill(run.pid, signal.SIGKILL)
+            run.wait()
+        mounts = [e.ident for e in state.entries() if e.kind == "mount"]
+        assert len(mounts) == 1 and Path(mounts[0]).is_mount()
+        assert proc.pid_alive(server_pid)
+        result = proc.run([sys.executable, "-m", "blocklab.cli", "cleanup"], env=env, check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert not proc.pid_alive(server_pid)
+        assert state.entries() == []
+        assert not any(str(home) in line for line in Path("/proc/mounts").read_text().splitlines())
+        assert str(home) not in proc.run(["losetup", "-a"]).stdout
+    finally:
+        release_all(state, only_dead_owners=False)
+
+
+def _wait_for_pgbench(state: State, run_pid: int, home: Path, timeout_s: float = 600.0) -> int:
+    """The server PID once the measured pgbench (on a socket under `home`) is running."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not proc.pid_alive(run_pid):
+            raise AssertionError("blocklab run ended before pgbench started")
+        servers = [e for e in state.entries() if e.kind == "server" and e.info.get("pid")]
+        for pid in _pids_named("pgbench"):
+            argv = _cmdline(pid)
+            if servers and "-T" in argv and any(a.startswith(str(home)) for a in argv):
+                return int(servers[0].info["pid"])
+        time.sleep(0.5)
+    raise AssertionError("pgbench did not start in time")
+
+
+def _pids_named(comm: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == comm:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
