@@ -2,6 +2,90 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-COMMANDS: list[click.Command] = []
+from blocklab.errors import UserError
+from blocklab.installation import Installation
+
+
+@click.group("selftest")
+def selftest() -> None:
+    """Checks of blocklab's own measurement machinery."""
+
+
+def _installation(pg: int | None, prefix: Path | None) -> Installation:
+    from blocklab.installation import MANIFEST_NAME
+
+    if pg is not None and prefix is not None:
+        raise UserError("give either --pg (Debian's packaged binaries) or --prefix, not both")
+    if prefix is not None:
+        if not (prefix / MANIFEST_NAME).is_file():
+            raise UserError(
+                f"--prefix: {prefix} is not a blocklab build (no {MANIFEST_NAME}); "
+                "give a directory under the build cache (see `blocklab builds`)"
+            )
+        return Installation.from_manifest(prefix)
+    inst = Installation.system(pg or 15)
+    if not inst.bin("postgres").exists():
+        raise UserError(
+            f"--pg: no PostgreSQL {pg or 15} binaries at {inst.prefix}; "
+            "give an installed Debian major (e.g. 15) or --prefix DIR of a build"
+        )
+    return inst
+
+
+@selftest.command("overhead")
+@click.option(
+    "--pg", type=int, default=None, help="Debian's packaged PostgreSQL major (default 15)."
+)
+@click.option("--prefix", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="A blocklab build directory (has blocklab-build.json).")  # fmt: skip
+@click.option("--pairs", type=click.IntRange(2, 1000), default=6, show_default=True,
+              help="Bare/instrumented pairs (order alternates between pairs).")  # fmt: skip
+@click.option("--duration", "duration_s", type=click.IntRange(1, 3600), default=20,
+              show_default=True, help="Seconds per pgbench run.")  # fmt: skip
+@click.option("--scale", type=click.IntRange(1, 10000), default=10, show_default=True,
+              help="pgbench scale factor.")  # fmt: skip
+@click.option("--clients", type=click.IntRange(1, 256), default=2, show_default=True,
+              help="pgbench clients (and threads).")  # fmt: skip
+def overhead(
+    pg: int | None,
+    prefix: Path | None,
+    pairs: int,
+    duration_s: int,
+    scale: int,
+    clients: int,
+) -> None:
+    """tps with full instrumentation / tps bare, interleaved on one server, with a 95 % CI."""
+    from blocklab.paths import Paths
+    from blocklab.probes.overhead import TARGET_RATIO, measure_overhead
+
+    inst = _installation(pg, prefix.absolute() if prefix else None)
+    res = measure_overhead(
+        inst,
+        Paths.from_env(),
+        pairs=pairs,
+        duration_s=duration_s,
+        scale=scale,
+        clients=clients,
+        log=lambda m: click.echo(m, err=True),
+    )
+    c = res.comparison
+    assert c is not None
+    ci = (
+        f"[{c.ci95_low:.4f}, {c.ci95_high:.4f}]"
+        if c.ci95_low is not None and c.ci95_high is not None
+        else "n/a"
+    )
+    click.echo(f"PostgreSQL {inst.version} ({inst.key}), {pairs} pairs x {duration_s} s")
+    click.echo(f"instrumented/bare tps ratio: {c.ratio:.4f} (geometric {c.geo_ratio:.4f})")
+    click.echo(f"95 % CI of the ratio: {ci}  p={c.p_value if c.p_value is not None else 'n/a'}")
+    click.echo(f"samples per instrumented run: {res.samples_per_run}")
+    click.echo(f"target >= {TARGET_RATIO}: {res.verdict()}")
+    if c.note:
+        click.echo(f"note: {c.note}")
+
+
+COMMANDS: list[click.Command] = [selftest]

@@ -1,0 +1,248 @@
+"""Pure parts of the probes: the version-aware counter plan, /proc and /sys parsers,
+series and per-run metrics from snapshots. Real servers are in test_probes.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from blocklab.probes import derived, views
+from blocklab.probes.provenance import parse_pg_config
+from blocklab.probes.sampler import (
+    CLK_TCK,
+    DeviceCounters,
+    Snapshot,
+    parse_block_stat,
+    parse_meminfo,
+    parse_pid_stat,
+    parse_proc_stat_cpu,
+    tree_cpu_s,
+)
+
+# Columns per version (PostgreSQL docs, monitoring-stats, versions 15-18).
+WAL15 = {"wal_records", "wal_fpi", "wal_bytes", "wal_buffers_full", "wal_write", "wal_sync"}
+WAL18 = {"wal_records", "wal_fpi", "wal_bytes", "wal_buffers_full", "stats_reset"}
+BGW15 = {
+    "checkpoints_timed",
+    "checkpoints_req",
+    "buffers_checkpoint",
+    "buffers_clean",
+    "buffers_backend",
+    "buffers_alloc",
+}
+BGW17 = {"buffers_clean", "maxwritten_clean", "buffers_alloc", "stats_reset"}
+IO16 = {"backend_type", "object", "context", "reads", "writes", "extends", "op_bytes", "hits"}
+IO18 = {"backend_type", "object", "context", "reads", "read_bytes", "writes", "write_bytes"}
+IO18 |= {"extends", "extend_bytes", "hits"}
+CK17 = {"num_timed", "num_requested", "restartpoints_done", "buffers_written"}
+DB = {"xact_commit", "xact_rollback", "blks_read", "blks_hit", "temp_bytes"}
+TAB15 = {"n_tup_ins", "n_tup_upd", "n_tup_del", "n_tup_hot_upd"}
+TAB16 = TAB15 | {"n_tup_newpage_upd"}
+
+
+def cols(**views_: set[str]) -> dict[str, frozenset[str]]:
+    return {f"pg_stat_{k}": frozenset(v) for k, v in views_.items()}
+
+
+PG15 = cols(wal=WAL15, bgwriter=BGW15, database=DB, user_tables=TAB15)
+PG16 = cols(wal=WAL15, bgwriter=BGW15, io=IO16, database=DB, user_tables=TAB16)
+PG17 = cols(wal=WAL15, bgwriter=BGW17, checkpointer=CK17, io=IO16, database=DB, user_tables=TAB16)
+PG18 = cols(
+    wal=WAL18,
+    bgwriter=BGW17,
+    checkpointer=CK17 | {"num_done", "slru_written"},
+    io=IO18,
+    database=DB,
+    user_tables=TAB16,
+)
+
+
+def test_pg15_plan_uses_bgwriter_buffers_times_the_build_block_size() -> None:
+    plan = views.plan_counters(PG15, block_size_bytes=4096)
+    assert "checkpoints_done" not in plan.names
+    assert {"checkpoints_timed", "checkpoints_requested", "wal_write"} <= set(plan.names)
+    assert "buffers_checkpoint * 4096" in plan.sql() and "8192" not in plan.sql()
+    assert "pg_stat_io" in plan.missing
+    assert "pg_stat_user_tables.n_tup_newpage_upd" in plan.missing
+    assert plan.basis["backend_write_bytes"].startswith("pg_stat_bgwriter.buffers_backend")
+
+
+def test_pg16_and_17_take_role_writes_from_pg_stat_io_op_bytes() -> None:
+    for columns in (PG16, PG17):
+        plan = views.plan_counters(columns, block_size_bytes=4096)
+        sql = plan.sql()
+        assert "writes * op_bytes" in sql and "buffers_backend" not in sql
+        assert plan.basis["backend_write_bytes"] == "pg_stat_io (writes * op_bytes)"
+        assert "n_tup_newpage_upd" in plan.names
+    p17 = views.plan_counters(PG17, block_size_bytes=8192)
+    assert p17.basis["checkpoints_timed"] == "pg_stat_checkpointer.num_timed"
+    assert "pg_stat_checkpointer.num_done" in p17.missing
+
+
+def test_pg18_uses_byte_columns_and_num_done_and_has_no_wal_write() -> None:
+    plan = views.plan_counters(PG18, block_size_bytes=4096)
+    sql = plan.sql()
+    assert "sum(write_bytes)" in sql and "op_bytes" not in sql
+    assert "checkpoints_done" in plan.names
+    assert "wal_write" not in plan.names and "wal_sync" not in plan.names
+    assert not any("wal_write" in m for m in plan.missing)  # gone by design, not missing
+    assert plan.missing == ()
+
+
+def test_unknown_server_reports_missing_never_zero() -> None:
+    plan = views.plan_counters(cols(database=DB), block_size_bytes=8192)
+    assert {"pg_stat_wal", "pg_stat_io", "pg_stat_checkpointer"} <= set(plan.missing)
+    assert "wal_bytes" not in plan.names
+    before = snap(0.0, {"xact_commit": 0.0})
+    after = snap(10.0, {"xact_commit": 100.0})
+    m = derived.derive_metrics(
+        before, after, transactions=100, duration_s=10, block_size_bytes=8192, roles={}
+    )
+    assert m["wal_bytes"] is None and m["wal_bytes_per_xact"] is None
+    assert m["checkpointer_write_bytes"] is None and m["hot_update_ratio"] is None
+
+
+def test_sql_shape_and_row_conversion() -> None:
+    plan = views.plan_counters(PG18, block_size_bytes=8192)
+    assert plan.sql().startswith("SELECT w.wal_records")
+    assert "%(relations)s" in plan.sql()
+    row = views.row_to_counters(["a", "b"], [1, None])
+    assert row == {"a": 1.0, "b": None}
+    assert views.row_to_counters(["a"], None) == {"a": None}
+
+
+def test_block_stat_is_sectors_of_512_bytes() -> None:
+    text = "   1000   20   8000   50   300   7   6000   90   0   120   140   0 0 0 0 0 0\n"
+    c = parse_block_stat(text)
+    assert c == DeviceCounters(
+        read_bytes=8000 * 512, write_bytes=6000 * 512, read_ios=1000, write_ios=300, busy_ms=120
+    )
+
+
+def test_proc_parsers() -> None:
+    cpu = parse_proc_stat_cpu("cpu  10 2 5 100 7 1 1 0 0 0\ncpu0 5 1 2 50 3 0 0 0 0 0\n")
+    assert cpu == {
+        "user": 10, "nice": 2, "system": 5, "idle": 100,
+        "iowait": 7, "irq": 1, "softirq": 1, "steal": 0,
+    }  # fmt: skip
+    mem = parse_meminfo("MemTotal:        2000 kB\nMemAvailable:     500 kB\nHugePages_Total: 0\n")
+    assert mem == {"MemTotal": 2048000, "MemAvailable": 512000, "HugePages_Total": 0}
+    stat = "42 (postgres: x) S 7 42 42 0 -1 4194560 1 0 0 0 300 100 50 25 20 0 1 0 5 0 0"
+    ppid, cpu_s = parse_pid_stat(stat)
+    assert ppid == 7 and cpu_s == pytest.approx((300 + 100 + 50 + 25) / CLK_TCK)
+    assert tree_cpu_s({1: (0, 2.0), 2: (1, 0.5), 3: (1, 0.25), 4: (2, 9.0)}, 1) == 2.75
+    assert tree_cpu_s({}, 1) is None
+
+
+def snap(epoch: float, pg: dict[str, float | None], **kw: object) -> Snapshot:
+    return Snapshot(
+        epoch=epoch,
+        pg=pg,
+        devices=kw.get("devices", {}),  # type: ignore[arg-type]
+        cpu_ticks=kw.get("cpu", None),  # type: ignore[arg-type]
+        mem=kw.get("mem", None),  # type: ignore[arg-type]
+        server_cpu_s=kw.get("server_cpu_s", None),  # type: ignore[arg-type]
+    )
+
+
+def dev(w: int, r: int = 0) -> DeviceCounters:
+    return DeviceCounters(read_bytes=r, write_bytes=w, read_ios=0, write_ios=0, busy_ms=0)
+
+
+def test_series_rates_add_up_and_are_per_role() -> None:
+    s = [
+        snap(100.0, {"wal_bytes": 0.0, "checkpoints_done": 5.0}, devices={"loop1": dev(0)}),
+        snap(101.0, {"wal_bytes": 1000.0, "checkpoints_done": 5.0}, devices={"loop1": dev(4096)}),
+        snap(102.5, {"wal_bytes": 4000.0, "checkpoints_done": 6.0}, devices={"loop1": dev(8192)}),
+        snap(103.0, {"wal_bytes": None, "checkpoints_done": 6.0}, devices={"loop1": None}),
+    ]
+    series = derived.build_series(s, {"loop1": "wal"}, "checkpoints_done")
+    assert series["wal_bytes_per_s"] == [(1.0, 1000.0), (2.5, 2000.0), (3.0, None)]
+    assert series["device_wal_write_bytes_per_s"][:2] == [(1.0, 4096.0), (2.5, 4096 / 1.5)]
+    assert series["device_wal_write_bytes_per_s"][2] == (3.0, None)
+    assert [v for _, v in series["checkpoints_done"]] == [0.0, 1.0, 1.0]
+    assert series["mem_used_bytes"][0] == (1.0, None)
+
+
+def test_cpu_percentages() -> None:
+    a = {"user": 100, "nice": 0, "system": 50, "idle": 800, "iowait": 50}
+    b = {"user": 130, "nice": 10, "system": 60, "idle": 880, "iowait": 70}  # 150 ticks
+    s = derived.build_series([snap(0, {}, cpu=a), snap(1, {}, cpu=b)], {}, None)
+    assert s["cpu_user_pct"] == [(1.0, pytest.approx(100 * 40 / 150))]
+    assert s["cpu_system_pct"] == [(1.0, pytest.approx(100 * 10 / 150))]
+    assert s["cpu_iowait_pct"] == [(1.0, pytest.approx(100 * 20 / 150))]
+
+
+def test_run_metrics_in_bytes() -> None:
+    before = snap(
+        0.0,
+        {
+            "wal_bytes": 1e6, "wal_fpi": 10.0, "wal_records": 100.0,
+            "checkpointer_write_bytes": 0.0, "bgwriter_write_bytes": 0.0,
+            "backend_write_bytes": 0.0, "n_tup_upd": 0.0, "n_tup_hot_upd": 0.0,
+            "n_tup_newpage_upd": 0.0, "blks_hit": 0.0, "blks_read": 0.0,
+        },
+        devices={"loop1": dev(0), "loop2": dev(0)},
+        server_cpu_s=1.0,
+        cpu={"user": 0, "system": 0, "idle": 0, "iowait": 0},
+    )  # fmt: skip
+    after = snap(
+        10.0,
+        {
+            "wal_bytes": 3e6, "wal_fpi": 110.0, "wal_records": 1100.0,
+            "checkpointer_write_bytes": 4096 * 50, "bgwriter_write_bytes": 4096.0,
+            "backend_write_bytes": 0.0, "n_tup_upd": 300.0, "n_tup_hot_upd": 240.0,
+            "n_tup_newpage_upd": 30.0, "blks_hit": 990.0, "blks_read": 10.0,
+        },
+        devices={"loop1": dev(1 << 20), "loop2": dev(3 << 20)},
+        server_cpu_s=3.0,
+        cpu={"user": 5 * CLK_TCK, "system": 1 * CLK_TCK, "idle": 100, "iowait": 100},
+    )  # fmt: skip
+    m = derived.derive_metrics(
+        before,
+        after,
+        transactions=100,
+        duration_s=10,
+        block_size_bytes=4096,
+        roles={"loop1": "data", "loop2": "wal"},
+    )
+    assert m["wal_bytes"] == 2e6 and m["wal_bytes_per_xact"] == 2e4
+    assert m["wal_fpi_per_record"] == pytest.approx(0.1)
+    assert m["fpi_bytes_share_of_wal_max"] == pytest.approx(100 * 4096 / 2e6)
+    assert m["checkpointer_write_bytes_per_xact"] == 4096 * 50 / 100
+    assert m["hot_update_ratio"] == 0.8 and m["newpage_update_ratio"] == 0.1
+    assert m["cache_hit_ratio"] == 0.99
+    assert m["device_data_write_bytes"] == 1 << 20
+    assert m["device_wal_write_bytes_per_xact"] == (3 << 20) / 100
+    assert m["server_cpu_s_per_xact"] == pytest.approx(0.02)
+    assert m["host_cpu_busy_s"] == pytest.approx(6.0)
+
+
+def test_fpi_share_is_capped() -> None:
+    m = derived.derive_metrics(
+        snap(0, {"wal_bytes": 0.0, "wal_fpi": 0.0, "wal_records": 0.0}),
+        snap(1, {"wal_bytes": 8000.0, "wal_fpi": 2.0, "wal_records": 2.0}),
+        transactions=0,
+        duration_s=1,
+        block_size_bytes=8192,
+        roles={},
+    )
+    assert m["fpi_bytes_share_of_wal_max"] == 1.0
+    assert m["wal_bytes_per_xact"] is None  # no transactions: no per-xact figure
+
+
+def test_space_totals() -> None:
+    rows = [
+        {"relation": "a", "table_bytes": 100.0, "table_free_bytes": 10.0, "index_bytes": 50.0,
+         "index_free_bytes": None, "table_dead_tuple_bytes": 0.0},
+        {"relation": "b", "table_bytes": 200.0, "table_free_bytes": 20.0, "index_bytes": 0.0,
+         "index_free_bytes": 0.0, "table_dead_tuple_bytes": 1.0},
+    ]  # fmt: skip
+    m = derived.space_metrics(rows)
+    assert m["table_bytes"] == 300 and m["table_free_bytes"] == 30
+    assert m["index_free_bytes"] is None  # one unknown makes the total unknown
+    assert m["a.index_bytes"] == 50
+
+
+def test_pg_config_parser() -> None:
+    out = parse_pg_config("BINDIR = /usr/bin\nCONFIGURE =  '--with-blocksize=4'\nnoise\n")
+    assert out == {"BINDIR": "/usr/bin", "CONFIGURE": "'--with-blocksize=4'"}
