@@ -207,6 +207,8 @@ def fmt_num(x: float | None) -> str:
     """Four significant digits, thousands separated; '–' for no value."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"
+    if isinstance(x, int):
+        return f"{x:,}"
     a = abs(x)
     if a >= 1000:
         return f"{x:,.0f}"

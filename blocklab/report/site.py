@@ -437,7 +437,7 @@ def grid_json(
                 )
     for c in cells.values():
         labels = c.pop("labels")
-        c["title"] = labels[0] if len(labels) == 1 else f"{len(labels)} variants"
+        c["title"] = "; ".join(labels) if len(labels) <= 3 else f"{len(labels)} variants"
     values = [val for c in cells.values() for r in c["runs"] for val in r["v"] if val is not None]
     times = [t for c in cells.values() for r in c["runs"] for t in r["t"]]
     return {
