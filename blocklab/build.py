@@ -145,7 +145,11 @@ def ensure_build(req: BuildRequest, paths: Paths, *, log: Log = print) -> Instal
     if is_complete(prefix):
         return Installation.from_manifest(prefix)
     ensure_dir(paths.builds)
-    with sources.file_lock(paths.builds / f".{key}.lock"):
+
+    def waiting() -> None:
+        log(f"waiting for another blocklab process that is building {key}")
+
+    with sources.file_lock(paths.builds / f".{key}.lock", on_wait=waiting):
         if is_complete(prefix):  # another process built it while we waited
             return Installation.from_manifest(prefix)
         if prefix.exists():
@@ -369,7 +373,7 @@ def verify(inst: Installation, req: BuildRequest, paths: Paths) -> dict[str, Any
         "wal_block_size": int(control["WAL block size"]),
         "blocks_per_segment": int(control["Blocks per segment of large relation"]),
         "server_block_size_wal_block_size": answer,
-        "server_version": control.get("pg_control version number", ""),
+        "pg_control_version": control.get("pg_control version number", ""),
         "verified_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
 

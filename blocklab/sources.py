@@ -298,10 +298,16 @@ def system_apt_entries() -> list[AptEntry]:
 
 
 @contextmanager
-def file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """An exclusive flock on `path`; `on_wait` is called once if someone else holds it."""
     ensure_dir(path.parent)
     with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
         finally:

@@ -6,6 +6,9 @@ import json
 import os
 import shutil
 import tarfile
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,9 +54,12 @@ def test_pg18_4k_build_has_4k_pages_and_wal_blocks(pg18_4k: Installation, paths:
     assert manifest["size_bytes"] > 10 * 1024**2
     for tool in build.TOOLS:
         assert pg18_4k.bin(tool).is_file(), tool
+    pkglib = Path(proc.run([pg18_4k.bin("pg_config"), "--pkglibdir"]).stdout.strip())
+    share = Path(proc.run([pg18_4k.bin("pg_config"), "--sharedir"]).stdout.strip())
+    assert pkglib.is_relative_to(pg18_4k.prefix) and share.is_relative_to(pg18_4k.prefix)
     for ext in build.CONTRIB:
-        assert (pg18_4k.prefix / "lib" / f"{ext}.so").is_file(), ext
-        assert list((pg18_4k.prefix / "share" / "extension").glob(f"{ext}--*.sql")), ext
+        assert (pkglib / f"{ext}.so").is_file(), ext
+        assert list((share / "extension").glob(f"{ext}--*.sql")), ext
 
 
 def test_install_is_readable_by_others(pg18_4k: Installation) -> None:
@@ -106,6 +112,17 @@ def test_debian_source_is_found_in_the_machines_apt_archives(paths: Paths) -> No
 
 
 # --- small trees: patches and failures (fast, no compile of PostgreSQL) ---------------
+@pytest.fixture(autouse=True)
+def _forget_small_tree_builds(paths: Paths) -> Iterator[None]:
+    """The small trees below are version 18.99: remove their locks and logs afterwards."""
+    yield
+    for leftover in [
+        *paths.builds.glob(".pg18.99-*.lock"),
+        *(paths.cache / "logs").glob("pg18.99-*.log"),
+    ]:
+        leftover.unlink(missing_ok=True)
+
+
 def _fake_tree(root: Path, configure: str = "#!/bin/sh\nexit 1\n") -> Path:
     tree = root / "pgtree"
     (tree / "src").mkdir(parents=True)
@@ -153,7 +170,6 @@ def test_failed_build_shows_log_tail_and_leaves_nothing_usable(
     assert log_path.is_file()
     assert not (paths.builds / key).exists()
     assert not (paths.cache / "work" / key).exists()
-    log_path.unlink()
 
 
 def test_incomplete_build_dir_is_removed_before_building(paths: Paths, tmp_path: Path) -> None:
@@ -165,7 +181,6 @@ def test_incomplete_build_dir_is_removed_before_building(paths: Paths, tmp_path:
     with pytest.raises(BuildError):
         build.ensure_build(req, paths, log=lambda _m: None)
     assert not (paths.builds / key).exists()
-    (paths.cache / "logs" / f"{key}.log").unlink(missing_ok=True)
 
 
 def test_tree_and_tarball_identity_follow_content(tmp_path: Path) -> None:
@@ -188,3 +203,43 @@ def test_tree_and_tarball_identity_follow_content(tmp_path: Path) -> None:
         tf.add(tree, arcname="postgresql-18.99")
     spec = sources.resolve_tarball(str(tarball))
     assert spec.version == "18.99" and len(spec.identity["sha256"]) == 64
+
+
+def test_second_process_waits_for_the_lock_then_hits_the_cache(
+    paths: Paths, tmp_path: Path
+) -> None:
+    """While one holder has the build's lock, a second ensure_build waits; when the holder
+    finishes the build, the waiter returns it without building again."""
+    tree = _fake_tree(tmp_path)  # its configure fails: building it would raise BuildError
+    req = BuildRequest(pg="18", source=str(tree), block_size_kb=4, wal_block_size_kb=4)
+    key = build.build_key(req, paths)
+    prefix = paths.builds / key
+    messages: list[str] = []
+    outcome: list[object] = []
+
+    def second() -> None:
+        try:
+            outcome.append(build.ensure_build(req, paths, log=messages.append))
+        except Exception as e:  # noqa: BLE001 - reported through `outcome`
+            outcome.append(e)
+
+    with sources.file_lock(paths.builds / f".{key}.lock"):
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        deadline = time.monotonic() + 30
+        while not messages and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert messages and messages[0].startswith("waiting for another"), messages
+        assert not outcome and waiter.is_alive()
+        ensure_dir(prefix)  # the holder "finishes" the build: manifest, then marker
+        manifest = {"key": key, "version": "18.99", "block_size_bytes": 4096,
+                    "wal_block_size_bytes": 4096, "segsize_gb": 1}  # fmt: skip
+        (prefix / MANIFEST_NAME).write_text(json.dumps(manifest))
+        (prefix / build.MARKER_NAME).write_text("done\n")
+    waiter.join(60)
+    try:
+        assert len(outcome) == 1 and isinstance(outcome[0], Installation), outcome
+        assert outcome[0].key == key and outcome[0].block_size_bytes == 4096
+        assert messages == [messages[0]], messages  # nothing built after the wait
+    finally:
+        build.remove_build(prefix)

@@ -1,0 +1,59 @@
+"""Cold build time and cache-hit time of `blocklab.build.ensure_build`.
+
+Cold: a fresh temporary cache (source indexes, source download, extract, configure, make,
+install, contrib, verification). Cache hit: the same request again, on the warm cache.
+
+    .venv/bin/python bench/bench_build.py [--block-size 4] [--wal-block-size 4] [--hits 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from blocklab.build import ensure_build
+from blocklab.model import BuildRequest
+from blocklab.paths import Paths, ensure_dir
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pg", default="18")
+    ap.add_argument("--block-size", type=int, default=4)
+    ap.add_argument("--wal-block-size", type=int, default=4)
+    ap.add_argument("--hits", type=int, default=5)
+    args = ap.parse_args()
+    req = BuildRequest(
+        pg=args.pg, block_size_kb=args.block_size, wal_block_size_kb=args.wal_block_size
+    )
+    home = Path(tempfile.mkdtemp(prefix="bench-build-", dir=ensure_dir(Path("/var/tmp"))))
+    os.chmod(home, 0o755)
+    paths = Paths(home=home, cache=home / "cache", results=home / "results")
+    try:
+        started = time.monotonic()
+        inst = ensure_build(req, paths, log=lambda m: print(f"  {m}", flush=True))
+        cold_s = time.monotonic() - started
+        hits = []
+        for _ in range(args.hits):
+            t = time.monotonic()
+            again = ensure_build(req, paths, log=print)
+            hits.append(time.monotonic() - t)
+            assert again.key == inst.key
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    print(f"build {inst.key} ({inst.version}, {args.block_size} kB pages, "
+          f"{args.wal_block_size} kB WAL blocks) on {os.cpu_count()} CPUs")  # fmt: skip
+    print(f"cold build (fresh cache): {cold_s:.1f} s")
+    print(
+        f"cache hit: median {statistics.median(hits) * 1000:.0f} ms, "
+        f"min {min(hits) * 1000:.0f} ms, max {max(hits) * 1000:.0f} ms over {len(hits)}"
+    )
+
+
+if __name__ == "__main__":
+    main()
