@@ -17,9 +17,10 @@ from blocklab.paths import Paths
 
 if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a command runs
     from blocklab.experiment import Outcome, StoppingRule
-    from blocklab.lab import Lab
+    from blocklab.lab import DatasetInfo, Lab
     from blocklab.model import Variant
     from blocklab.spec import Experiment
+    from blocklab.store import ResultsDB
     from blocklab.summary import ExperimentSummary
 
 RESULTS_HELP = "results directory (default: $BLOCKLAB_RESULTS, else $BLOCKLAB_HOME/results)"
@@ -139,17 +140,41 @@ def run_cmd(
         max_rounds=max_rounds if max_rounds is not None else exp.max_rounds,
         time_budget_s=budget_s if budget_s is not None else exp.time_budget_s,
     )
-    outcome = _execute(exp, paths, rule, quiet or not sys.stderr.isatty())
-    console = Console()
+    outcome, datasets = _execute(exp, paths, rule, quiet or not sys.stderr.isatty())
+    console = _console()
     with ResultsDB(paths.results) as db:
         print_summary(console, summarize_experiment(db, exp.name))
+        console.print(restore_line(db, exp.name, datasets), highlight=False)
     console.print(f"\n{outcome.end_reason}. Results: {paths.results} (experiment '{exp.name}').")
     console.print("Next: blocklab summary · blocklab report · blocklab export --csv DIR")
     if outcome.runs_failed:
         raise click.exceptions.Exit(1)
 
 
-def _execute(exp: Experiment, paths: Paths, rule: StoppingRule, quiet: bool) -> Outcome:
+def _console() -> Console:
+    """Wide enough for the summary table when output goes to a file or a CI log."""
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
+def restore_line(db: ResultsDB, experiment: str, datasets: list[DatasetInfo]) -> str:
+    """Restoring the snapshot against making the dataset again."""
+    from statistics import median
+
+    restores = [
+        v for r in db.runs(experiment) if (v := db.metrics(r["id"]).get("restore_s")) is not None
+    ]
+    if not restores or not datasets:
+        return ""
+    init_s = median(d.init_s for d in datasets)
+    return (
+        f"Every run started from the dataset's snapshot: restore {median(restores):.2f} s per run "
+        f"(median of {len(restores)}), against {init_s:.1f} s to initialise a dataset."
+    )
+
+
+def _execute(
+    exp: Experiment, paths: Paths, rule: StoppingRule, quiet: bool
+) -> tuple[Outcome, list[DatasetInfo]]:
     from blocklab.experiment import Loop, register
     from blocklab.host import host_facts
     from blocklab.lab import Lab
@@ -174,7 +199,7 @@ def _execute(exp: Experiment, paths: Paths, rule: StoppingRule, quiet: bool) -> 
         with Lab(paths, state, log=progress.note) as lab:
             _prepare(lab, variants, console)
             loop = Loop(exp, variants, db=db, lab=lab, progress=progress)
-            return loop.run(rule)
+            return loop.run(rule), list(lab.datasets.values())
     except KeyboardInterrupt:
         db.set_experiment_state(
             exp.name, "interrupted", "interrupted; run the same command to resume"
@@ -302,7 +327,7 @@ def summary_cmd(experiment: str | None, results: Path | None, metric: str) -> No
         names = [experiment] if experiment else [r["name"] for r in db.experiments()]
         if not names:
             raise UserError(f"--results: {paths.results} holds no experiment")
-        console = Console()
+        console = _console()
         for name in names:
             print_summary(console, summarize_experiment(db, name, metric))
 
