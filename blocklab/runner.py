@@ -18,7 +18,7 @@ import json
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -425,17 +425,27 @@ def _fill_results(rec: RunRecord, report: pgbench.PgbenchReport, acc: _Acc) -> N
         series.update(acc.probe.series)
         metrics.update(acc.probe.metrics)
         rec.checkpoints = list(acc.probe.checkpoints)
-    series.update(workload_series(acc.raw_dir / LOG_PREFIX))
+    series.update(workload_series(acc.stderr))
+    metrics["aggregate_log_coverage_ratio"] = aggregate_log_coverage(
+        acc.raw_dir / LOG_PREFIX, report.transactions
+    )
     if report.initial_connection_ms is not None:
         metrics["initial_connection_ms"] = report.initial_connection_ms
     rec.series, rec.metrics = series, metrics
 
 
-def workload_series(log_prefix: Path) -> dict[str, list[tuple[float, float | None]]]:
-    """Per-second tps and latency from pgbench's aggregate logs (all threads merged)."""
+def workload_series(stderr: str) -> dict[str, list[tuple[float, float | None]]]:
+    """Per-second tps and latency from pgbench's `-P 1` lines (see workloads.pgbench)."""
+    return pgbench.series_from_progress(pgbench.parse_progress(stderr))
+
+
+def aggregate_log_coverage(log_prefix: Path, transactions: int | None) -> float | None:
+    """Share of the reported transactions that pgbench's aggregate logs account for."""
     files = pgbench.aggregate_log_files(log_prefix)
+    if not files or not transactions:
+        return None
     rows = pgbench.merge_aggregates(pgbench.parse_aggregate_log(p.read_text()) for p in files)
-    return pgbench.series_from_aggregates(rows)
+    return sum(r.num_transactions for r in rows) / transactions
 
 
 def _provenance(target: RunTarget, acc: _Acc, report: pgbench.PgbenchReport) -> dict[str, Any]:
@@ -444,6 +454,7 @@ def _provenance(target: RunTarget, acc: _Acc, report: pgbench.PgbenchReport) -> 
     prov.update(
         pgbench_argv=acc.argv,
         pgbench_version=report.version,
+        pgbench_report=asdict(report),
         build_key=c.inst.key,
         version=acc.settings.get("server_version", {}).get("setting") or c.inst.version,
         installation_prefix=str(c.inst.prefix),
