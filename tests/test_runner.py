@@ -295,3 +295,35 @@ def test_pg18_builds(fixture: str, request: pytest.FixtureRequest, paths: Paths)
     assert rec.settings["data_checksums"]["setting"] == "off"  # PG 18's default overridden
     assert rec.provenance["geometry"]["block_size_bytes"] == inst.block_size_bytes
     assert state.entries() == [] and _postgres_running_in(data_dir) == []
+
+
+class InterruptingProbes:
+    """Ctrl-C arriving while the server is up, right before the workload."""
+
+    def __init__(self, ctx: Any):
+        self.ctx = ctx
+
+    def begin(self) -> None:
+        raise KeyboardInterrupt
+
+    def end(self, transactions: int, duration_s: float) -> FakeResult:
+        raise AssertionError("never reached")
+
+
+def test_keyboard_interrupt_stops_the_server(paths: Paths) -> None:
+    state = State(paths.home / f"state-{uuid.uuid4().hex[:6]}.json")
+    raw = paths.home / "interrupt" / uuid.uuid4().hex[:6]
+    lab = Lab(
+        paths,
+        state,
+        log=lambda _m: None,
+        installations={PG15: Installation.system(15)},
+        instrumentation=InterruptingProbes,
+    )
+    with pytest.raises(KeyboardInterrupt), lab:
+        target = lab.prepare(variant())
+        lab.run(variant(), experiment="t", round_no=1, position=0, raw_dir=raw)
+    assert target.cluster.pid is None
+    assert _postgres_running_in(target.cluster.data_dir) == []
+    assert state.entries() == []  # servers stopped and storages released on the way out
+    assert (raw / "server.log").exists()
