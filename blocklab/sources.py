@@ -265,6 +265,36 @@ class DebianApt:
         )
         return [r for r in parse_showsrc(res.stdout) if r.get("Package") == package]
 
+    def lists_signature(self) -> str:
+        """Changes whenever the indexes are refreshed or the deb-src list changes."""
+        files = sorted(self.lists.glob("*Sources*")) if self.lists.exists() else []
+        parts = [f"{p.name}:{p.stat().st_mtime_ns}" for p in files]
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    def remembered(self, package: str) -> dict[str, str] | None:
+        """The record resolved last time, if the indexes have not changed since."""
+        try:
+            data = json.loads(self.resolved.read_text())
+        except (OSError, ValueError):
+            return None
+        entry = data.get(package, {})
+        if entry.get("lists") != self.lists_signature():
+            return None
+        return entry.get("record")
+
+    def newest_record(self, package: str) -> dict[str, str] | None:
+        records = self.showsrc(package)
+        if not records:
+            return None
+        rec = newest(records)
+        try:
+            data = json.loads(self.resolved.read_text())
+        except (OSError, ValueError):
+            data = {}
+        data[package] = {"lists": self.lists_signature(), "record": rec}
+        self.resolved.write_text(json.dumps(data, indent=1, sort_keys=True))
+        return rec
+
     def download(self, package: str, version: str, log: Log) -> Path:
         dest = ensure_dir(self.downloads / f"{package}_{version}")
         found = list(dest.glob("*.dsc"))
@@ -332,17 +362,16 @@ def resolve_debian(major: str, paths: Paths, log: Log) -> SourceSpec:
         apt.write_sources_list()
         if apt.lists_age_s() > LISTS_MAX_AGE_S:
             apt.update(log)
-        records = apt.showsrc(package)
-        if not records and apt.lists_age_s() > 600:
+        rec = apt.remembered(package) or apt.newest_record(package)
+        if rec is None and apt.lists_age_s() > 600:
             apt.update(log)
-            records = apt.showsrc(package)
-    if not records:
+            rec = apt.newest_record(package)
+    if rec is None:
         raise UserError(
             f"--pg {major}: no Debian source package {package} in the suites "
             f"{', '.join(candidate_suites(read_codename(OS_RELEASE.read_text())))}; "
             "use --source TARBALL or TREE"
         )
-    rec = newest(records)
     identity = {
         "kind": "debian",
         "package": package,

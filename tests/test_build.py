@@ -243,3 +243,68 @@ def test_second_process_waits_for_the_lock_then_hits_the_cache(
         assert messages == [messages[0]], messages  # nothing built after the wait
     finally:
         build.remove_build(prefix)
+
+
+# --- the `builds` command ----------------------------------------------------------------
+def _fake_complete_build(builds_dir: Path, key: str, req: BuildRequest) -> Path:
+    prefix = ensure_dir(builds_dir / key)
+    manifest = {"key": key, "version": "18.99", "block_size_bytes": req.block_size_kb * 1024,
+                "wal_block_size_bytes": req.wal_block_size_kb * 1024, "segsize_gb": 1,
+                "request": req.model_dump(mode="json"), "size_bytes": 1,
+                "created_at": "2025-01-01T00:00:00+00:00", "patches": []}  # fmt: skip
+    (prefix / MANIFEST_NAME).write_text(json.dumps(manifest))
+    (prefix / build.MARKER_NAME).write_text("done\n")
+    return prefix
+
+
+def _results_with_variant(results: Path, req: BuildRequest) -> None:
+    from blocklab.model import Variant
+    from blocklab.store.db import ResultsDB
+
+    v = Variant(build=req)
+    with ResultsDB(results) as db:
+        db.upsert_experiment(
+            "e1", description="", spec={}, seed=1, reference=v.variant_id,
+            created_at="2025-01-01T00:00:00+00:00", host={},
+            variants=[(v.variant_id, "v", v.canonical_json(), {})],
+        )  # fmt: skip
+
+
+def test_builds_lists_and_prune_removes_only_unused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from blocklab.cli import main
+
+    monkeypatch.setenv("BLOCKLAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("BLOCKLAB_CACHE", str(tmp_path / "cache"))
+    builds_dir = tmp_path / "cache" / "builds"
+    used_req = BuildRequest(block_size_kb=4, wal_block_size_kb=4)
+    used = _fake_complete_build(builds_dir, "pg18.99-used", used_req)
+    unused = _fake_complete_build(builds_dir, "pg18.99-unused", BuildRequest(block_size_kb=16))
+    _results_with_variant(tmp_path / "results", used_req)
+
+    assert main(["builds"]) == 0
+    out = capsys.readouterr().out
+    assert "pg18.99-used" in out and "pg18.99-unused" in out and "16k/8k/1G" in out
+
+    assert main(["builds", "--prune", "--dry-run", "--results", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out
+    assert "would remove pg18.99-unused" in out and "pg18.99-used " not in out
+    assert unused.exists()
+
+    assert main(["builds", "--prune", "--results", str(tmp_path / "results")]) == 0
+    assert not unused.exists() and used.is_dir()
+    assert main(["builds", "--prune", "--results", str(tmp_path / "nowhere")]) == 2
+    assert used.is_dir()
+
+
+def test_build_command_prints_prefix_and_key_from_the_cache(
+    pg18_4k: Installation, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from blocklab.cli import main
+
+    assert main(["build", "--pg", "18", "--block-size", "4", "--wal-block-size", "4"]) == 0
+    captured = capsys.readouterr()
+    assert f"prefix  {pg18_4k.prefix}" in captured.out
+    assert f"key     {pg18_4k.key}" in captured.out
+    assert "building" not in captured.err

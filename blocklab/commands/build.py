@@ -5,6 +5,7 @@ Each module exports COMMANDS, registered by blocklab.cli."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -91,30 +92,30 @@ def build_command(
     )
 
 
-def _size(n: int) -> str:
-    return f"{n / 1024**2:.0f} MiB"
-
-
 def _builds_table(builds: list[Installation]) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{len(builds)} cached build(s)")
-    for col in ("key", "version", "page", "WAL block", "segment", "patches", "size", "built"):
-        table.add_column(col)
+    table = Table(title=f"{len(builds)} cached build(s)", box=box.SIMPLE_HEAD)
+    table.add_column("key", no_wrap=True)
+    table.add_column("version")
+    table.add_column("page/WAL/seg", no_wrap=True)
+    table.add_column("patches")
+    table.add_column("MiB", justify="right")
+    table.add_column("built (UTC)")
     for b in builds:
         patches = [Path(p["path"]).name for p in b.manifest.get("patches", [])]
         table.add_row(
             b.key,
             b.version,
-            f"{b.block_size_bytes // 1024} kB",
-            f"{b.wal_block_size_bytes // 1024} kB",
-            f"{b.segsize_gb} GB",
+            f"{b.block_size_bytes // 1024}k/{b.wal_block_size_bytes // 1024}k/{b.segsize_gb}G",
             ", ".join(patches) or "-",
-            _size(int(b.manifest.get("size_bytes", 0))),
+            f"{int(b.manifest.get('size_bytes', 0)) / 1024**2:.0f}",
             str(b.manifest.get("created_at", ""))[:16].replace("T", " "),
         )
-    Console().print(table)
+    console = Console() if sys.stdout.isatty() else Console(width=120)  # pipes: no squeezing
+    console.print(table)
 
 
 def stored_build_requests(results: Path) -> tuple[list[dict[str, Any]], str]:
@@ -126,8 +127,11 @@ def stored_build_requests(results: Path) -> tuple[list[dict[str, Any]], str]:
         prov = rdb.conn.execute("SELECT provenance_json FROM runs").fetchall()
     requests = []
     for row in rows:
-        variant = json.loads(row["variant_json"])
-        requests.append(BuildRequest(**variant.get("build", {})).model_dump(mode="json"))
+        raw = json.loads(row["variant_json"]).get("build", {})
+        try:
+            requests.append(BuildRequest(**raw).model_dump(mode="json"))
+        except ValidationError:  # written by another blocklab version: compare as stored
+            requests.append(raw)
     return requests, "\n".join(r["provenance_json"] for r in prov)
 
 
