@@ -272,15 +272,21 @@ class DebianApt:
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
     def remembered(self, package: str) -> dict[str, str] | None:
-        """The record resolved last time, if the indexes have not changed since."""
+        """The record resolved last time, if the indexes have not changed since or its
+        source is already downloaded: a refresh of the indexes must not silently move
+        an existing build setup to a newer Debian version (delete resolved.json for that)."""
         try:
             data = json.loads(self.resolved.read_text())
         except (OSError, ValueError):
             return None
         entry = data.get(package, {})
-        if entry.get("lists") != self.lists_signature():
+        record = entry.get("record")
+        if not record:
             return None
-        return entry.get("record")
+        downloaded = self.downloads / f"{package}_{record.get('Version')}" / ".complete"
+        if entry.get("lists") != self.lists_signature() and not downloaded.exists():
+            return None
+        return dict(record)
 
     def newest_record(self, package: str) -> dict[str, str] | None:
         records = self.showsrc(package)
@@ -393,7 +399,7 @@ def sha256_file(path: Path) -> str:
 
 
 def tarball_version(name: str) -> str:
-    m = re.search(r"postgresql-(\d+(?:\.\d+)*(?:beta\d+|rc\d+|devel)?)", name)
+    m = re.search(r"postgresql-(?:\d+_)?(\d+(?:\.\d+)*(?:beta\d+|rc\d+|devel)?)", name)
     return m.group(1) if m else ""
 
 

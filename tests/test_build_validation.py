@@ -3,6 +3,7 @@ before anything is downloaded; and the pure parsers behind builds and sources.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,19 @@ def test_key_format_and_material_differ_by_geometry() -> None:
     k8 = build.format_key("18.6", r8, build.key_material(r8, spec))
     assert k4.startswith("pg18.6-bs4k-wal4k-") and k8.startswith("pg18.6-bs8k-wal4k-")
     assert k4.split("-")[-1] != k8.split("-")[-1]
+
+
+def test_resolved_debian_version_sticks_once_downloaded(tmp_path: Path) -> None:
+    from blocklab.paths import Paths
+
+    apt = sources.DebianApt(Paths(home=tmp_path, cache=tmp_path / "cache", results=tmp_path))
+    apt.root.mkdir(parents=True)
+    record = {"Package": "postgresql-18", "Version": "18.6-3"}
+    stale = {"postgresql-18": {"lists": "an older index", "record": record}}
+    apt.resolved.write_text(json.dumps(stale))
+    assert apt.remembered("postgresql-18") is None  # indexes changed, nothing downloaded
+    done = apt.downloads / "postgresql-18_18.6-3" / ".complete"
+    done.parent.mkdir(parents=True)
+    done.write_text("")
+    assert apt.remembered("postgresql-18") == record  # downloaded: keep the same source
+    assert apt.remembered("postgresql-17") is None
