@@ -4,6 +4,12 @@ Each pair runs both arms back to back against the same server and data; the orde
 alternates between pairs (bare first, then instrumented first, ...), so that drift of a
 shared machine falls on both arms alike. The figure is the paired ratio of tps
 (instrumented / bare) with its 95 % CI from blocklab.stats.compare_paired.
+
+The instrumented arm runs everything that happens while pgbench runs (begin snapshot,
+the 1 Hz sampler, the final snapshot and the log parse). The pgstattuple space pass is
+off here: it runs after the workload, outside the timed window, and on a server that is
+not restored between runs it would prune and warm the tables for the next run and so
+bias whichever arm comes next.
 """
 
 from __future__ import annotations
@@ -137,6 +143,7 @@ def _context(cluster: Cluster) -> ProbeContext:
         wal_block_size_bytes=cluster.inst.wal_block_size_bytes,
         server_pid=cluster.pid,
         server_version_num=cluster.version_num(),
+        measure_space=False,
     )
 
 
