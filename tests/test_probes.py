@@ -237,3 +237,18 @@ def test_begin_fails_cleanly_without_server(paths: Paths, pg15_system: Installat
     )
     with pytest.raises(RunError, match="cannot connect"):
         Instrumentation(ctx).begin()
+
+
+def test_unreadable_log_is_missing_not_zero(server: Cluster) -> None:
+    ctx = context(server)
+    ctx.server_log = server.data_dir.parent / "no-such.log"
+    ctx.measure_space = False
+    inst = Instrumentation(ctx)
+    inst.begin()
+    out = pgbench(server, ["-n", "-c", "1", "-T", "2"]).stdout
+    res = inst.end(1, 2.0)
+    assert "tps" in out
+    assert "server_log" in res.missing and res.checkpoints == []
+    assert "checkpoints_logged" not in res.metrics  # absent, never 0
+    assert "pgstattuple" not in res.missing  # not asked for
+    assert res.metrics["wal_bytes"] is not None

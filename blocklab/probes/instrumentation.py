@@ -19,7 +19,7 @@ from blocklab.probes.sampler import Sampler, Snapshot, host_snapshot, read_serve
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 STATEMENT_TIMEOUT_MS = 5000
-SETTLE_TIMEOUT_S = 10.0
+SETTLE_TIMEOUT_S = 2.0  # exiting backends take milliseconds; a session that stays is noted
 # Client backends flush their statistics when they exit (and at most once a second while
 # they run): the final snapshot waits until the workload's backends are gone.
 OTHER_CLIENTS_SQL = (
@@ -39,6 +39,7 @@ class Instrumentation:
         self._pgstattuple = False
         self._settle_s = 0.0
         self._clients_left = 0
+        self._log_missing = False
 
     # -- public -----------------------------------------------------------------------
     def begin(self) -> None:
@@ -161,6 +162,8 @@ class Instrumentation:
         metrics |= ck_metrics
         facts = self._facts(snaps, counter) | ck_facts
         missing = list(self._plan.missing) + space_missing
+        if self._log_missing:
+            missing.append("server_log")
         series = derived.build_series(snaps, roles, counter)
         return ProbeResult(series, metrics, timeline, facts, missing)
 
@@ -168,14 +171,16 @@ class Instrumentation:
         self, before: Snapshot, after: Snapshot, counter: str | None
     ) -> tuple[list[dict[str, Any]], dict[str, float | None], dict[str, Any]]:
         text = read_log(self.ctx.server_log)
+        if text is None:
+            self._log_missing = True
+            return [], {}, {"checkpoint_log": f"unreadable: {self.ctx.server_log}"}
         tl = ckpt.timeline(
             ckpt.parse_log(text), before.epoch, after.epoch, self.ctx.block_size_bytes
         )
         c = ckpt.counts(tl)
         counted = derived.checkpoint_counter_delta(before, after, counter) if counter else None
-        logged = c[
-            "checkpoints_completed" if counter == "checkpoints_done" else "checkpoints_started"
-        ]
+        done_basis = counter == "checkpoints_done"
+        logged = c["checkpoints_completed" if done_basis else "checkpoints_started"]
         metrics: dict[str, float | None] = {
             "checkpoints_counted": counted,
             "checkpoints_logged": float(logged),
@@ -188,7 +193,7 @@ class Instrumentation:
         facts = {
             "checkpoint_count_basis": (
                 "completed checkpoints (num_done)"
-                if counter == "checkpoints_done"
+                if done_basis
                 else "checkpoints started (timed + requested; skipped timed ones are counted)"
             ),
             "checkpoint_count_matches": counted is not None and counted == logged,
@@ -219,8 +224,8 @@ class Instrumentation:
         }
 
 
-def read_log(path: Any) -> str:
-    """The server log's text (its last MAX_LOG_BYTES); empty when it cannot be read."""
+def read_log(path: Any) -> str | None:
+    """The server log's text (its last MAX_LOG_BYTES); None when it cannot be read."""
     try:
         with open(path, "rb") as f:
             f.seek(0, 2)
@@ -228,4 +233,4 @@ def read_log(path: Any) -> str:
             f.seek(max(0, size - MAX_LOG_BYTES))
             return f.read().decode("utf-8", "replace")
     except OSError:
-        return ""
+        return None
