@@ -1,0 +1,311 @@
+"""The report site in a real browser: Debian's Chromium driven by Playwright, no network.
+
+Opens the index from disk and through the server, clicks through to a run, ticks two
+items on the compare page, downloads a CSV and parses it, and checks from screenshots
+that the charts are drawn (counts pixels that are not the white background).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import struct
+import threading
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from report_fixture import write_synthetic_results
+
+from blocklab.report import build_site, make_server
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# Screenshots go to pytest's temporary directory, or to BLOCKLAB_REPORT_SHOTS when set
+# (to look at them).
+SHOTS_ENV = "BLOCKLAB_REPORT_SHOTS"
+
+
+# ---------------------------------------------------------------- PNG pixels
+
+
+def png_pixels(data: bytes) -> np.ndarray:
+    """Decode an 8-bit RGB/RGBA non-interlaced PNG (what Chromium writes) to HxWxC."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        header = body if kind == b"IHDR" else header
+        idat += body if kind == b"IDAT" else b""
+        pos += 12 + length
+    width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert depth == 8 and color in (2, 6) and interlace == 0, (depth, color, interlace)
+    channels = 3 if color == 2 else 4
+    raw = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(height, -1)
+    return _unfilter(raw, width, channels)
+
+
+def _unfilter(raw: np.ndarray, width: int, bpp: int) -> np.ndarray:
+    out = np.zeros((raw.shape[0], width * bpp), dtype=np.int32)
+    for y in range(raw.shape[0]):
+        kind, line = raw[y, 0], raw[y, 1:].astype(np.int32)
+        prev = out[y - 1] if y else np.zeros_like(line)
+        if kind in (0, 2):
+            out[y] = (line + (prev if kind == 2 else 0)) % 256
+            continue
+        row = np.zeros_like(line)
+        for x in range(len(line)):
+            a = row[x - bpp] if x >= bpp else 0
+            c = prev[x - bpp] if x >= bpp else 0
+            if kind == 1:
+                pred = a
+            elif kind == 3:
+                pred = (a + prev[x]) // 2
+            else:  # Paeth
+                p = a + prev[x] - c
+                pa, pb, pc = abs(p - a), abs(p - prev[x]), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (prev[x] if pb <= pc else c)
+            row[x] = (line[x] + pred) % 256
+        out[y] = row
+    return out.reshape(raw.shape[0], width, bpp)[:, :, :3].astype(np.uint8)
+
+
+def colour_share(png: bytes) -> float:
+    """Share of coloured pixels: data (lines, cells, shading), not the white background
+    or the grey and black of axes, grid lines and text."""
+    px = png_pixels(png).astype(np.int32)
+    return float((px.max(axis=2) - px.min(axis=2) > 40).mean())
+
+
+def near_share(png: bytes, rgb: tuple[int, int, int], tol: int = 30) -> float:
+    """Share of pixels within `tol` of one colour (a trace's line colour)."""
+    px = png_pixels(png).astype(np.int32)
+    return float((np.abs(px - np.array(rgb)).max(axis=2) <= tol).mean())
+
+
+def test_png_decoder_on_a_known_image() -> None:
+    # 2x1 RGB: red, white; filter 0 — the checker must see one inked pixel in two.
+    raw = b"\x00" + bytes([255, 0, 0, 255, 255, 255])
+    chunk = lambda k, b: struct.pack(">I", len(b)) + k + b + struct.pack(">I", zlib.crc32(k + b))  # noqa: E731
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 1, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+    assert colour_share(png) == 0.5
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("browser")
+    results = base / "results"
+    write_synthetic_results(results)
+    write_synthetic_results(
+        results, name="synthetic-fs-kinds", fs_kinds=("ext4", "xfs"), seed=11, failed_run=False
+    )
+    build_site(results, base / "site")
+    return base / "site"
+
+
+@pytest.fixture(scope="module")
+def server_url(site: Path) -> Iterator[str]:
+    server = make_server(site, port=0, quiet=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make setup` (Debian package chromium)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Page:
+    """A page that records script errors and refuses every request off this machine."""
+
+    def __init__(self, browser: Any, shots: Path):
+        self.shots = shots
+        self.ctx = browser.new_context(
+            viewport={"width": 1300, "height": 900}, accept_downloads=True
+        )
+        self.errors: list[str] = []
+        self.blocked: list[str] = []
+        self.ctx.route("**/*", self._route)
+        self.page = self.ctx.new_page()
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        if re.match(r"^(file://|http://127\.0\.0\.1[:/]|data:|blob:)", url):
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort()
+
+    def ready(self) -> None:
+        self.page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+
+    def check_clean(self) -> None:
+        assert self.errors == [] and self.blocked == [], (self.errors, self.blocked)
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    wanted = os.environ.get(SHOTS_ENV)
+    path = Path(wanted) if wanted else tmp_path_factory.mktemp("shots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture()
+def page(browser: Any, shots: Path) -> Iterator[Page]:
+    p = Page(browser, shots)
+    try:
+        yield p
+    finally:
+        p.ctx.close()
+
+
+def png_of(page: Page, selector: str, name: str) -> bytes:
+    el = page.page.locator(selector).first
+    el.scroll_into_view_if_needed()
+    return bytes(el.screenshot(path=str(page.shots / f"{name}.png")))
+
+
+def shot(page: Page, selector: str, name: str) -> float:
+    return colour_share(png_of(page, selector, name))
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_file_index_click_through_to_a_run(site: Path, page: Page) -> None:
+    p = page.page
+    p.goto((site / "index.html").as_uri())
+    p.click("a.experiment-link:text('synthetic-geometry')")
+    page.ready()
+    assert p.url.endswith("/e/synthetic-geometry/index.html")
+    assert shot(page, "#heatmap", "heatmap") > 0.4  # filled cells, not an empty frame
+    assert p.locator("#failed-runs").inner_text().count("SYNTHETIC failure") == 1
+    p.click("a.run-link >> nth=0")
+    page.ready()
+    assert re.search(r"/runs/\d+\.html$", p.url)
+    for chart in ("chart-tps", "chart-latency", "chart-latency-log", "chart-io", "chart-cpu"):
+        assert p.locator(f"#{chart} .main-svg").count() > 0, chart
+        assert shot(page, f"#{chart}", chart) > 0.05, chart  # lines and checkpoint shading
+    ma_line = near_share(png_of(page, "#chart-tps", "chart-tps"), (0x1F, 0x5F, 0xA8))
+    assert ma_line > 0.002  # the moving average is drawn, not only the shading
+    log_axis = p.evaluate("document.getElementById('chart-latency-log').layout.yaxis.type")
+    assert log_axis == "log"
+    assert p.locator("#chart-tps .shapelayer path").count() >= 2  # checkpoints shaded
+    raw = p.locator("#raw-files a", has_text="pgbench.stdout")
+    raw.click()
+    assert "SYNTHETIC" in p.locator("body").inner_text()
+    page.check_clean()
+
+
+def test_heatmap_metric_switch_and_cell_click(site: Path, page: Page) -> None:
+    p = page.page
+    p.goto((site / "e" / "synthetic-geometry" / "index.html").as_uri())
+    page.ready()
+    p.select_option("#metric", "wal_bytes_per_xact")
+    assert p.locator("table.summary[data-metric='wal_bytes_per_xact']").is_visible()
+    assert not p.locator("table.summary[data-metric='tps']").is_visible()
+    title = p.locator("#heatmap .cbtitle").text_content() or ""
+    assert "WAL bytes per transaction" in title
+    box = p.locator("#heatmap .nsewdrag").first.bounding_box()
+    assert box is not None
+    p.mouse.click(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * 0.2)
+    p.wait_for_function("location.hash.startsWith('#runs-')", timeout=10_000)
+    page.check_clean()
+
+
+def test_served_compare_two_storages_on_one_scale(server_url: str, page: Page) -> None:
+    p = page.page
+    p.goto(f"{server_url}/index.html")
+    p.click("#nav-compare")
+    page.ready()
+    boxes = p.locator("input.compare-item")
+    assert boxes.count() == 3
+    p.check("input.compare-item[data-title$='fs=ext4']")
+    p.check("input.compare-item[data-title$='fs=xfs']")
+    assert p.locator("#panels .panel").count() == 2
+    p.wait_for_selector("#panels .panel:nth-child(2) .main-svg")
+    scales = p.evaluate(
+        "[...document.querySelectorAll('#panels .panel .js-plotly-plot')]"
+        ".map(d => [d.data[0].zmin, d.data[0].zmax, d.data[0].showscale])"
+    )
+    assert len(scales) == 2 and scales[0][:2] == scales[1][:2]
+    assert [s[2] for s in scales] == [False, True]  # one colour bar for both
+    assert "One colour scale" in p.locator("#compare-scale").inner_text()
+    assert shot(page, "#panels", "compare") > 0.2
+    page.check_clean()
+
+
+def test_served_download_csv_and_parse_it(server_url: str, page: Page, tmp_path: Path) -> None:
+    p = page.page
+    p.goto(f"{server_url}/e/synthetic-geometry/index.html")
+    page.ready()
+    with p.expect_download() as info:
+        p.click("#runs-csv")
+    path = tmp_path / "runs.csv"
+    info.value.save_as(path)
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 18
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert len(failed) == 1 and "SYNTHETIC failure" in failed[0]["reason"]
+    p.click("a.run-link >> nth=0")
+    page.ready()
+    with p.expect_download() as info:
+        p.click("#run-series-csv")
+    series = tmp_path / "series.csv"
+    info.value.save_as(series)
+    with open(series, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 60 and float(rows[10]["tps"]) > 0
+    page.check_clean()
+
+
+def test_grid_has_one_chart_per_cell(site: Path, page: Page) -> None:
+    p = page.page
+    p.goto((site / "e" / "synthetic-geometry" / "grid.html").as_uri())
+    page.ready()
+    assert p.locator("#grid .cell .js-plotly-plot").count() == 6  # 3 page sizes x 2 fs block sizes
+    assert shot(page, "#grid", "grid") > 0.008  # thin lines in six small charts
+    page.check_clean()
