@@ -232,6 +232,37 @@ def _execute(
         _end_probes(probes, acc)
     if acc.server_alive:
         acc.settings = c.settings_readback()
+        acc.provenance["collected"] = _collect_provenance(target, acc)
+
+
+def _collect_provenance(target: RunTarget, acc: _Acc) -> dict[str, Any]:
+    """blocklab.probes' provenance (pg_config, build manifest, host, storage, commands),
+    with pg_settings reduced to the settings not at their defaults and where they came
+    from (the values themselves are the record's settings)."""
+    try:
+        from blocklab.probes import collect_provenance
+    except ImportError:
+        return {"errors": {"collect_provenance": "blocklab.probes is not available"}}
+    commands = [acc.argv]
+    warmup = acc.raw_dir / "warmup.argv"
+    if warmup.exists():
+        commands.insert(0, shlex.split(warmup.read_text()))
+    try:
+        prov = collect_provenance(
+            target.cluster.conninfo,
+            target.cluster.inst,
+            storage_facts=target.storage_facts,
+            commands=commands,
+        )
+    except Exception as e:  # provenance must not cost the run; the failure is recorded
+        return {"errors": {"collect_provenance": f"{type(e).__name__}: {e}"}}
+    settings = prov.pop("settings", {})
+    prov["settings_source"] = {
+        name: v.get("source")
+        for name, v in settings.items()
+        if isinstance(v, dict) and v.get("source") not in (None, "default", "override")
+    }
+    return dict(prov)
 
 
 def _restore(target: RunTarget, acc: _Acc) -> None:

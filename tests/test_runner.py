@@ -275,6 +275,10 @@ def test_instrumentation_seam(paths: Paths) -> None:
     assert rec.series["wal_bytes_per_s"] == [(0.0, 1.0)] and "tps" in rec.series
     assert rec.checkpoints == [{"trigger": "time", "start_s": 1.0}]
     assert rec.provenance["probe_missing"] == ["pg_stat_io"]
+    collected = rec.provenance["collected"]
+    assert collected["installation"]["key"] == "system-15" and collected["pg_config"]
+    assert collected["commands"][-1] == rec.provenance["pgbench_argv"]
+    assert collected["settings_source"]["log_checkpoints"] == "configuration file"
     assert state.entries() == []
 
 
