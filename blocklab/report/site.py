@@ -326,6 +326,15 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 # ---------------------------------------------------------------- page data (pure)
 
 
+def _t(t: float) -> float | int:
+    """Whole seconds as integers: '12' instead of '12.0' in the embedded JSON."""
+    return int(t) if float(t).is_integer() else t
+
+
+def compact(points: list[tuple[float, float | None]]) -> list[tuple[float | int, float | None]]:
+    return [(_t(t), v) for t, v in points]
+
+
 def _r(x: float | None) -> float | None:
     return None if x is None else float(f"{x:.6g}")
 
@@ -393,8 +402,8 @@ def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
 def run_json(detail: data.RunDetail) -> dict[str, Any]:
     ts = [t for pts in detail.series.values() for t, _ in pts]
     return {
-        "series": detail.series,
-        "ma10": shape.moving_average(detail.series.get("tps", []), 10.0),
+        "series": {k: compact(v) for k, v in detail.series.items()},
+        "ma10": compact(shape.moving_average(detail.series.get("tps", []), 10.0)),
         "checkpoints": detail.checkpoints,
         "tmin": min(ts, default=0.0),
         "tmax": max(ts, default=1.0),
@@ -431,7 +440,7 @@ def grid_json(
                     {
                         "id": r.id,
                         "label": v.label or v.variant_id,
-                        "t": [p[0] for p in pts],
+                        "t": [_t(p[0]) for p in pts],
                         "v": [p[1] for p in pts],
                     }
                 )
