@@ -87,12 +87,14 @@ class Lab:
         log: Callable[[str], None] = print,
         installations: Mapping[BuildRequest, Installation] | None = None,
         instrumentation: Any = _DEFAULT,
+        references: Mapping[str, Variant] | None = None,
     ):
         self.paths = paths
         self.state = state
         self.log = log
         self._installs: dict[BuildRequest, Installation] = dict(installations or {})
         self._instrumentation = instrumentation
+        self._references = dict(references or {})  # variant_id -> its reference variant
         self._storages: dict[str, ProvisionedLike] = {}
         self._clusters: dict[tuple[str, str], Cluster] = {}
         self._snapshots: dict[str, dataset.Snapshot] = {}
@@ -244,12 +246,16 @@ class Lab:
         )
         cluster = self.cluster(inst, variant.storage, store)
         snap = self.dataset(variant, inst, cluster)
+        ref = self._references.get(variant.variant_id, variant)
         return runner.RunTarget(
             variant=variant,
             cluster=cluster,
             snapshot=snap,
             devices=list(store.devices),
             storage_facts=dict(store.facts),
+            reference_block_size_bytes=ref.build.block_size_kb * 1024,
+            reference_wal_block_size_bytes=ref.build.wal_block_size_kb * 1024,
+            reference_wal_segment_size_bytes=ref.wal_segsize_mb * 1024 * 1024,
         )
 
     # -- runs ---------------------------------------------------------------------------

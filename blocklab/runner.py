@@ -117,8 +117,11 @@ class RunTarget:
     snapshot: dataset.Snapshot
     devices: Sequence[Any] = ()
     storage_facts: Mapping[str, Any] = field(default_factory=dict)
+    # The sizes of the variant's reference: the `bytes` settings policy gives every
+    # build the bytes its reference gets (blocklab.settings_policy).
     reference_block_size_bytes: int = 8192
     reference_wal_block_size_bytes: int = 8192
+    reference_wal_segment_size_bytes: int = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -295,7 +298,7 @@ def _write_settings(target: RunTarget, acc: _Acc) -> None:
         wal_block_size_bytes=inst.wal_block_size_bytes,
         reference_block_size_bytes=target.reference_block_size_bytes,
         reference_wal_block_size_bytes=target.reference_wal_block_size_bytes,
-        reference_wal_segment_size_bytes=v.wal_segsize_mb * 1024 * 1024,
+        reference_wal_segment_size_bytes=target.reference_wal_segment_size_bytes,
     )
     target.cluster.write_settings(conv.settings)
     acc.provenance["settings_written"] = conv.settings

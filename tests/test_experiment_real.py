@@ -3,6 +3,7 @@ SIGKILL in the middle of a run, resumed by the same command, and by Ctrl-C (SIGI
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -23,7 +24,8 @@ EXPERIMENT = """
 [experiment]
 name = "{name}"
 rounds = 2
-reference = {{ block_size = 8 }}
+reference = {{ block_size = 4 }}
+settings_policy = "bytes"
 
 [matrix]
 postgres = "18"
@@ -33,6 +35,9 @@ scale = 1
 workload = "simple-update"
 clients = 2
 duration = 3
+
+[matrix.settings]
+bgwriter_lru_maxpages = 100
 
 [[exclude]]
 block_size = 4
@@ -57,6 +62,13 @@ def _runs(results: Path) -> list[tuple[str, int, str]]:
             return list(c.execute("SELECT variant_id, round, status FROM runs"))
         except sqlite3.OperationalError:
             return []
+
+
+def _setting(results: Path, name: str) -> dict[str, str]:
+    """block_size -> the setting's effective value, read back from pg_settings."""
+    with sqlite3.connect(results / "blocklab.sqlite") as c:
+        rows = [json.loads(r[0]) for r in c.execute("SELECT settings_json FROM runs")]
+    return {r["block_size"]["setting"]: r[name]["setting"] for r in rows}
 
 
 def _wait_for(cond, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
@@ -128,6 +140,8 @@ def test_sigkill_mid_run_then_resume_ends_with_the_planned_runs(
     assert {s for _, _, s in after} == {"ok"}
     assert set(before) <= set(after)  # finished runs were kept, not redone
     assert "resuming: " in again.stderr
+    # the bytes policy took the reference's (4 kB) page size: 100 pages of 4 kB = 50 of 8 kB
+    assert _setting(results, "bgwriter_lru_maxpages") == {"4096": "100", "8192": "50"}
     assert _servers_of(paths) == []
     summary = subprocess.run(
         _blocklab("summary", "--results", str(results)), capture_output=True, text=True

@@ -196,7 +196,8 @@ def _execute(
             f"experiment '{exp.name}': {len(variants)} variants, seed {exp.seed}, "
             f"results in {paths.results}"
         )
-        with Lab(paths, state, log=progress.note) as lab:
+        references = {v.variant_id: exp.variant(exp.reference_for(v)) for v in variants}
+        with Lab(paths, state, log=progress.note, references=references) as lab:
             _prepare(lab, variants, console)
             loop = Loop(exp, variants, db=db, lab=lab, progress=progress)
             return loop.run(rule), list(lab.datasets.values())
