@@ -309,3 +309,36 @@ def test_grid_has_one_chart_per_cell(site: Path, page: Page) -> None:
     assert p.locator("#grid .cell .js-plotly-plot").count() == 6  # 3 page sizes x 2 fs block sizes
     assert shot(page, "#grid", "grid") > 0.008  # thin lines in six small charts
     page.check_clean()
+
+
+def test_failed_run_page_draws_without_errors(site: Path, page: Page) -> None:
+    p = page.page
+    p.goto((site / "e" / "synthetic-geometry" / "index.html").as_uri())
+    page.ready()
+    p.click("#failed-runs a")
+    page.ready()
+    assert "no per-second series" in p.locator("main").inner_text()
+    assert "SYNTHETIC failure" in p.locator(".facts").inner_text()
+    page.check_clean()
+
+
+def test_one_dimension_gets_bars_with_ci_whiskers(
+    tmp_path: Path, browser: Any, shots: Path
+) -> None:
+    results = tmp_path / "results"
+    write_synthetic_results(results, name="one-dim", fs_block_sizes=(4096,), rounds=4)
+    build_site(results, tmp_path / "site")
+    page = Page(browser, shots)
+    try:
+        p = page.page
+        p.goto((tmp_path / "site" / "e" / "one-dim" / "index.html").as_uri())
+        page.ready()
+        trace = p.evaluate(
+            "(() => { const t = document.getElementById('heatmap').data[0];"
+            " return [t.type, t.x, t.error_y.array.every(v => v > 0)]; })()"
+        )
+        assert trace == ["bar", ["4", "8", "16"], True]
+        assert shot(page, "#heatmap", "bars") > 0.05
+        page.check_clean()
+    finally:
+        page.ctx.close()
