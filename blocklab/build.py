@@ -302,11 +302,14 @@ def log_tail(log_path: Path, lines: int = 30) -> str:
 
 
 def _failure_message(key: str, log_path: Path, e: CommandError) -> str:
+    """The failed command, the last lines of its output (for build steps: of the build
+    log, which is where their output goes) and the log's path."""
     what = e.reason or f"exit code {e.returncode}"
+    tail = "\n".join(e.output.rstrip().splitlines()[-30:]) or log_tail(log_path)
     return (
         f"build {key} failed ({what}) in: {' '.join(e.argv)}\n"
-        f"--- last lines of {log_path} ---\n{log_tail(log_path)}\n"
-        f"--- full log: {log_path}"
+        f"--- last lines of its output ---\n{tail}\n"
+        f"--- full build log: {log_path}"
     )
 
 
