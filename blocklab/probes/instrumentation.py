@@ -45,19 +45,26 @@ class Instrumentation:
     def begin(self) -> None:
         """Connect, detect the columns, snapshot every counter, start the 1 Hz sampler."""
         self._conn = self._connect()
-        rows = self._conn.execute(views.COLUMNS_SQL, [list(views.VIEWS)]).fetchall()
+        try:
+            self._prepare(self._conn)
+        except psycopg.Error as e:
+            self.close()
+            raise RunError(f"probes: could not prepare the sampler: {e}") from e
+        self._sampler = Sampler(self._snapshot, self.ctx.interval_s)
+        self._sampler.start()
+
+    def _prepare(self, conn: psycopg.Connection[Any]) -> None:
+        rows = conn.execute(views.COLUMNS_SQL, [list(views.VIEWS)]).fetchall()
         self._plan = views.plan_counters(
             views.columns_from_rows(rows), block_size_bytes=self.ctx.block_size_bytes
         )
         self._sql = self._plan.sql()
         if self.ctx.measure_space:
-            self._pgstattuple = space.prepare(self._conn)
+            self._pgstattuple = space.prepare(conn)
         # sessions that just ended (the runner's VACUUM/CHECKPOINT) flush their
         # statistics as they exit: let that land before the window opens
         self._wait_for_clients_to_exit()
         self._before = self._snapshot(with_server_cpu=True)
-        self._sampler = Sampler(self._snapshot, self.ctx.interval_s)
-        self._sampler.start()
 
     def end(self, transactions: int, duration_s: float) -> ProbeResult:
         """Stop the sampler, take the final snapshot, parse the log, derive the metrics."""
@@ -123,7 +130,10 @@ class Instrumentation:
     def _space(self) -> tuple[list[dict[str, Any]], list[str]]:
         if not self.ctx.measure_space or self._conn is None:
             return [], []
-        return space.measure(self._conn, self.ctx.relations, exact=self._pgstattuple)
+        try:
+            return space.measure(self._conn, self.ctx.relations, exact=self._pgstattuple)
+        except psycopg.Error as e:
+            return [], [f"space (pgstattuple): {e}".strip()]
 
     def _roles(self) -> dict[str, str]:
         return {d.name: d.role for d in self.ctx.devices}
