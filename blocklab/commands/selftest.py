@@ -50,6 +50,9 @@ def _installation(pg: int | None, prefix: Path | None) -> Installation:
               help="pgbench scale factor.")  # fmt: skip
 @click.option("--clients", type=click.IntRange(1, 256), default=2, show_default=True,
               help="pgbench clients (and threads).")  # fmt: skip
+@click.option("--interval", "interval_s", type=click.FloatRange(0.01, 60), default=1.0,
+              show_default=True,
+              help="Sampler interval in seconds (smaller: more cost).")  # fmt: skip
 def overhead(
     pg: int | None,
     prefix: Path | None,
@@ -57,6 +60,7 @@ def overhead(
     duration_s: int,
     scale: int,
     clients: int,
+    interval_s: float,
 ) -> None:
     """tps with full instrumentation / tps bare, interleaved on one server, with a 95 % CI."""
     from blocklab.paths import Paths
@@ -70,6 +74,7 @@ def overhead(
         duration_s=duration_s,
         scale=scale,
         clients=clients,
+        interval_s=interval_s,
         log=lambda m: click.echo(m, err=True),
     )
     c = res.comparison
@@ -79,7 +84,10 @@ def overhead(
         if c.ci95_low is not None and c.ci95_high is not None
         else "n/a"
     )
-    click.echo(f"PostgreSQL {inst.version} ({inst.key}), {pairs} pairs x {duration_s} s")
+    click.echo(
+        f"PostgreSQL {inst.version} ({inst.key}), {pairs} pairs x {duration_s} s, "
+        f"{clients} clients, sampler every {interval_s:g} s"
+    )
     click.echo(f"instrumented/bare tps ratio: {c.ratio:.4f} (geometric {c.geo_ratio:.4f})")
     click.echo(f"95 % CI of the ratio: {ci}  p={c.p_value if c.p_value is not None else 'n/a'}")
     click.echo(f"samples per instrumented run: {res.samples_per_run}")

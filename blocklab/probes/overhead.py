@@ -74,6 +74,7 @@ def measure_overhead(
     duration_s: int,
     scale: int,
     clients: int,
+    interval_s: float = 1.0,
     log: Callable[[str], None] = print,
 ) -> OverheadResult:
     base = paths.work / f"selftest-overhead-{uuid.uuid4().hex[:8]}"
@@ -91,19 +92,24 @@ def measure_overhead(
         cluster.start()
         log(f"server {inst.key} ({inst.version}) up; pgbench -i -s {scale}")
         _pgbench(cluster, ["-i", "-s", str(scale), "-q"])
-        return _pairs(cluster, pairs, duration_s, clients, log)
+        return _pairs(cluster, pairs, duration_s, clients, interval_s, log)
     finally:
         cluster.stop()
         shutil.rmtree(base, ignore_errors=True)
 
 
 def _pairs(
-    cluster: Cluster, pairs: int, duration_s: int, clients: int, log: Callable[[str], None]
+    cluster: Cluster,
+    pairs: int,
+    duration_s: int,
+    clients: int,
+    interval_s: float,
+    log: Callable[[str], None],
 ) -> OverheadResult:
     res = OverheadResult()
     for pair in range(pairs):
         for arm in pair_order(pair):
-            tps = _one(cluster, arm, duration_s, clients, res)
+            tps = _one(cluster, arm, duration_s, clients, interval_s, res)
             (res.bare_tps if arm == "bare" else res.instrumented_tps)[pair] = tps
             res.order.append(arm)
             log(f"pair {pair + 1}/{pairs} {arm:>12}: {tps:10.1f} tps")
@@ -111,9 +117,16 @@ def _pairs(
     return res
 
 
-def _one(cluster: Cluster, arm: str, duration_s: int, clients: int, res: OverheadResult) -> float:
+def _one(
+    cluster: Cluster,
+    arm: str,
+    duration_s: int,
+    clients: int,
+    interval_s: float,
+    res: OverheadResult,
+) -> float:
     args = ["-n", "-c", str(clients), "-j", str(clients), "-T", str(duration_s)]
-    probes = Instrumentation(_context(cluster)) if arm == "instrumented" else None
+    probes = Instrumentation(_context(cluster, interval_s)) if arm == "instrumented" else None
     if probes is not None:
         probes.begin()
     started = time.monotonic()
@@ -132,7 +145,7 @@ def _one(cluster: Cluster, arm: str, duration_s: int, clients: int, res: Overhea
     return report.tps
 
 
-def _context(cluster: Cluster) -> ProbeContext:
+def _context(cluster: Cluster, interval_s: float) -> ProbeContext:
     assert cluster.pid is not None
     return ProbeContext(
         conninfo=cluster.conninfo,
@@ -144,6 +157,7 @@ def _context(cluster: Cluster) -> ProbeContext:
         server_pid=cluster.pid,
         server_version_num=cluster.version_num(),
         measure_space=False,
+        interval_s=interval_s,
     )
 
 
