@@ -200,14 +200,16 @@ def test_instrumented_run(server: Cluster) -> None:
 
     # version-aware: what is missing is listed, never zero
     if server.inst.major >= 18:
-        assert "pg_stat_wal.wal_write" not in m and "wal_write_per_s" not in s
+        assert res.facts["counter_basis"]["wal_write"].startswith("pg_stat_io")
+        assert (m["wal_write_bytes"] or 0) >= (m["wal_bytes"] or 0) * 0.9  # WAL is written
+        assert (m["wal_write_bytes"] or 0) % server.inst.wal_block_size_bytes == 0
         assert "pg_stat_io" in res.facts["counter_basis"]["backend_write_bytes"]
         assert m["newpage_update_ratio"] is not None
     else:
         assert "pg_stat_io" in res.missing
         assert "pg_stat_user_tables.n_tup_newpage_upd" in res.missing
         assert m["newpage_update_ratio"] is None
-        assert "wal_write_per_s" in s
+        assert "wal_write_per_s" in s and "wal_write_bytes" not in res.facts["counter_basis"]
     assert res.facts["sample_errors"] == [] and res.facts["sampler_failure"] is None
 
 

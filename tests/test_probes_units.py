@@ -32,7 +32,7 @@ BGW15 = {
 BGW17 = {"buffers_clean", "maxwritten_clean", "buffers_alloc", "stats_reset"}
 IO16 = {"backend_type", "object", "context", "reads", "writes", "extends", "op_bytes", "hits"}
 IO18 = {"backend_type", "object", "context", "reads", "read_bytes", "writes", "write_bytes"}
-IO18 |= {"extends", "extend_bytes", "hits"}
+IO18 |= {"extends", "extend_bytes", "hits", "fsyncs"}
 CK17 = {"num_timed", "num_requested", "restartpoints_done", "buffers_written"}
 DB = {"xact_commit", "xact_rollback", "blks_read", "blks_hit", "temp_bytes"}
 TAB15 = {"n_tup_ins", "n_tup_upd", "n_tup_del", "n_tup_hot_upd"}
@@ -83,8 +83,10 @@ def test_pg18_uses_byte_columns_and_num_done_and_has_no_wal_write() -> None:
     sql = plan.sql()
     assert "sum(write_bytes)" in sql and "op_bytes" not in sql
     assert "checkpoints_done" in plan.names
-    assert "wal_write" not in plan.names and "wal_sync" not in plan.names
-    assert not any("wal_write" in m for m in plan.missing)  # gone by design, not missing
+    # WAL I/O moved to pg_stat_io (object 'wal'); pg_stat_wal.wal_write is not missing
+    assert plan.basis["wal_sync"] == "pg_stat_io (sum(fsyncs) FILTER (WHERE object = 'wal'))"
+    assert "wal_write_bytes" in plan.names
+    assert not any("wal_write" in m for m in plan.missing)
     assert plan.missing == ()
 
 

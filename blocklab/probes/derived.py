@@ -24,6 +24,7 @@ RATE_SERIES = {
     "wal_fpi": "wal_fpi_per_s",
     "wal_write": "wal_write_per_s",
     "wal_sync": "wal_sync_per_s",
+    "wal_write_bytes": "wal_write_bytes_per_s",
     "checkpointer_write_bytes": "checkpointer_write_bytes_per_s",
     "bgwriter_write_bytes": "bgwriter_write_bytes_per_s",
     "backend_write_bytes": "backend_write_bytes_per_s",
@@ -190,6 +191,9 @@ def _wal_metrics(
         "wal_fpi_per_record": ratio(fpi, d.get("wal_records")),
         "fpi_bytes_share_of_wal_max": None if share is None else min(1.0, share),
         "wal_buffers_full": d.get("wal_buffers_full"),
+        "wal_write": d.get("wal_write"),
+        "wal_sync": d.get("wal_sync"),
+        "wal_write_bytes": d.get("wal_write_bytes"),
     }
 
 

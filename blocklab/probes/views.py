@@ -6,7 +6,9 @@ the server lacks is listed as missing; it is never reported as zero. Facts per v
 (checked against the PostgreSQL docs and source):
 
 - pg_stat_wal: wal_records, wal_fpi, wal_bytes, wal_buffers_full (14+); wal_write and
-  wal_sync in 14-17 only (18 moved WAL I/O to pg_stat_io, object 'wal').
+  wal_sync in 14-17 only (18 moved WAL I/O to pg_stat_io, object 'wal': there the
+  counters wal_write, wal_sync and wal_write_bytes come from writes, fsyncs, write_bytes
+  of those rows, and `basis` says so).
 - pg_stat_io (16+): reads/writes/extends counted in blocks of `op_bytes` in 16-17;
   18 dropped op_bytes and added read_bytes, write_bytes, extend_bytes.
 - pg_stat_checkpointer (17+): num_timed, num_requested, buffers_written; num_done (18+,
@@ -180,6 +182,17 @@ def _io_source(columns: Columns, missing: list[str], basis: dict[str, str]) -> S
     if extend is not None:
         items.append(("relation_extend_bytes", f"sum({extend}) FILTER (WHERE {rel})"))
         basis["relation_extend_bytes"] = f"pg_stat_io ({extend})"
+    if not has(columns, "pg_stat_wal", "wal_write") and has(
+        columns, "pg_stat_io", "writes", "fsyncs", "write_bytes"
+    ):
+        # 18+: WAL I/O moved from pg_stat_wal to pg_stat_io rows with object 'wal'
+        for name, expr in (
+            ("wal_write", "sum(writes) FILTER (WHERE object = 'wal')"),
+            ("wal_sync", "sum(fsyncs) FILTER (WHERE object = 'wal')"),
+            ("wal_write_bytes", "sum(write_bytes) FILTER (WHERE object = 'wal')"),
+        ):
+            items.append((name, expr))
+            basis[name] = f"pg_stat_io ({expr})"
     # Every counter is wrapped in coalesce: a NULL cell means "never happens", an empty sum 0.
     items = [(n, f"coalesce({e}, 0)") for n, e in items]
     return Source("io", "pg_catalog.pg_stat_io", tuple(items))
