@@ -128,7 +128,13 @@ def cached_builds(paths: Paths) -> list[Installation]:
     """Complete builds in the cache, newest first."""
     if not paths.builds.is_dir():
         return []
-    found = [Installation.from_manifest(p) for p in paths.builds.iterdir() if is_complete(p)]
+    found = []
+    for p in paths.builds.iterdir():
+        if is_complete(p):
+            try:
+                found.append(Installation.from_manifest(p))
+            except (OSError, ValueError, KeyError):  # unreadable manifest: not listed
+                continue
     return sorted(found, key=lambda i: str(i.manifest.get("created_at", "")), reverse=True)
 
 
