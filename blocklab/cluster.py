@@ -109,22 +109,6 @@ def postmaster_pid(data_dir: Path) -> int | None:
         return None
 
 
-def child_pids(pid: int) -> list[int]:
-    """Direct children of `pid` (the postmaster's background processes and backends)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 1 and fields[1] == str(pid):
-            found.append(int(entry.name))
-    return found
-
-
 def render_settings(settings: dict[str, str]) -> str:
     """The text of blocklab.conf. Values are written as given (quote strings yourself)."""
     lines = ["# written by blocklab; changes are overwritten before every run"]
@@ -282,7 +266,7 @@ class Cluster:
     def _apply_memory_hook(self, pid: int) -> None:
         if self.memory_hook is None:
             return
-        for p in [pid, *child_pids(pid)]:
+        for p in [pid, *proc.child_pids(pid)]:
             self.memory_hook(p)
 
     def _after_failed_start(self) -> None:

@@ -156,6 +156,22 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def child_pids(pid: int) -> list[int]:
+    """Direct children of `pid` (for a postmaster: its background processes and backends)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and fields[1] == str(pid):
+            found.append(int(entry.name))
+    return found
+
+
 def terminate(pid: int, *, sig: int = signal.SIGTERM, grace_s: float = 10.0) -> bool:
     """Send `sig` to one PID, wait up to `grace_s`, then SIGKILL. True if it is gone."""
     try:

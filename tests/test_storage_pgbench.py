@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from blocklab import proc
-from blocklab.cluster import Cluster, child_pids, server_user
+from blocklab.cluster import Cluster, server_user
 from blocklab.installation import Installation
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
+from blocklab.proc import child_pids
 from blocklab.state import State
 from blocklab.storage import Provisioned, cgroup, loopfs, provision
 from blocklab.storage.cleanup import release_all

@@ -55,7 +55,7 @@ def _release_server(entry: Entry, state: State) -> str:
     pid = entry.info.get("pid") or _postmaster_pid(Path(data_dir))
     what = f"server on {data_dir}"
     if pid and is_postgres_on(int(pid), data_dir):
-        children = _children(int(pid))
+        children = proc.child_pids(int(pid))
         if not proc.terminate(int(pid), sig=signal.SIGINT, grace_s=SERVER_GRACE_S):
             raise StorageError(f"PID {pid} (postgres on {data_dir}) did not exit")
         for child in children:
@@ -132,20 +132,6 @@ def _is_postgres_process(pid: int) -> bool:
     except OSError:
         return False
     return raw.startswith(b"postgres:") or raw.split(b"\0")[0].endswith(b"/postgres")
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        if len(fields) > 1 and fields[1] == str(pid):
-            found.append(int(entry.name))
-    return found
 
 
 def _postmaster_pid(data_dir: Path) -> int | None:
