@@ -557,7 +557,3 @@ def apply_patches(tree: Path, patches: tuple[str, ...], log_path: Path, log: Log
 
 def patch_identity(patches: tuple[str, ...]) -> list[dict[str, str]]:
     return [{"path": str(Path(p).absolute()), "sha256": sha256_file(Path(p))} for p in patches]
-
-
-def identity_json(spec: SourceSpec) -> str:
-    return json.dumps(spec.identity, sort_keys=True)
