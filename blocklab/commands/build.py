@@ -5,13 +5,13 @@ Each module exports COMMANDS, registered by blocklab.cli."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 from pydantic import ValidationError
 
+from blocklab.console import console
 from blocklab.errors import UserError
 from blocklab.installation import Installation
 from blocklab.model import BLOCK_SIZES_KB, SEGSIZES_GB, WAL_BLOCK_SIZES_KB, BuildRequest
@@ -94,7 +94,6 @@ def build_command(
 
 def _builds_table(builds: list[Installation]) -> None:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{len(builds)} cached build(s)", box=box.SIMPLE_HEAD)
@@ -114,8 +113,7 @@ def _builds_table(builds: list[Installation]) -> None:
             f"{int(b.manifest.get('size_bytes', 0)) / 1024**2:.0f}",
             str(b.manifest.get("created_at", ""))[:16].replace("T", " "),
         )
-    console = Console() if sys.stdout.isatty() else Console(width=120)  # pipes: no squeezing
-    console.print(table)
+    console().print(table)
 
 
 def stored_build_requests(results: Path) -> tuple[list[dict[str, Any]], str]:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from blocklab import plan as planning
 from blocklab import spec
+from blocklab.console import console
 from blocklab.model import BuildRequest
 from blocklab.plan import Plan, format_duration
 
@@ -34,7 +35,7 @@ def plan_command(file: Path | None) -> None:
     """Show what `blocklab run FILE` would do: variants, builds, datasets, runs, the order
     of the first round and an ETA. Builds and runs nothing. Without FILE: the demo."""
     exp = spec.load(file) if file is not None else spec.demo()
-    render(planning.describe(exp, cached=cache_lookup()), Console())
+    render(planning.describe(exp, cached=cache_lookup()), console())
 
 
 COMMANDS: list[click.Command] = [plan_command]

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from blocklab.console import console
 from blocklab.errors import UserError
 from blocklab.paths import Paths
 
@@ -141,19 +142,14 @@ def run_cmd(
         time_budget_s=budget_s if budget_s is not None else exp.time_budget_s,
     )
     outcome, datasets = _execute(exp, paths, rule, quiet or not sys.stderr.isatty())
-    console = _console()
+    out = console()
     with ResultsDB(paths.results) as db:
-        print_summary(console, summarize_experiment(db, exp.name))
-        console.print(restore_line(db, exp.name, datasets), highlight=False)
-    console.print(f"\n{outcome.end_reason}. Results: {paths.results} (experiment '{exp.name}').")
-    console.print("Next: blocklab summary · blocklab report · blocklab export --csv DIR")
+        print_summary(out, summarize_experiment(db, exp.name))
+        out.print(restore_line(db, exp.name, datasets), highlight=False)
+    out.print(f"\n{outcome.end_reason}. Results: {paths.results} (experiment '{exp.name}').")
+    out.print("Next: blocklab summary · blocklab report · blocklab export --csv DIR")
     if outcome.runs_failed:
         raise click.exceptions.Exit(1)
-
-
-def _console() -> Console:
-    """Wide enough for the summary table when output goes to a file or a CI log."""
-    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 def restore_line(db: ResultsDB, experiment: str, datasets: list[DatasetInfo]) -> str:
@@ -183,22 +179,22 @@ def _execute(
     from blocklab.storage.cleanup import release_all
     from blocklab.store import ResultsDB
 
-    console = Console(stderr=True)
+    err = console(stderr=True)
     state = State(paths.state_file)
     for line in release_all(state, only_dead_owners=True):
-        console.print(f"released what a killed blocklab left behind: {line}")
-    progress = QuietProgress(console) if quiet else BarProgress(console)
+        err.print(f"released what a killed blocklab left behind: {line}")
+    progress = QuietProgress(err) if quiet else BarProgress(err)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     db = ResultsDB(paths.results)
     try:
         variants = register(db, exp, host_facts())
-        console.print(
+        err.print(
             f"experiment '{exp.name}': {len(variants)} variants, seed {exp.seed}, "
             f"results in {paths.results}"
         )
         references = {v.variant_id: exp.variant(exp.reference_for(v)) for v in variants}
         with Lab(paths, state, log=progress.note, references=references) as lab:
-            _prepare(lab, variants, console)
+            _prepare(lab, variants, err)
             loop = Loop(exp, variants, db=db, lab=lab, progress=progress)
             return loop.run(rule), list(lab.datasets.values())
     except KeyboardInterrupt:
@@ -328,9 +324,9 @@ def summary_cmd(experiment: str | None, results: Path | None, metric: str) -> No
         names = [experiment] if experiment else [r["name"] for r in db.experiments()]
         if not names:
             raise UserError(f"--results: {paths.results} holds no experiment")
-        console = _console()
+        out = console()
         for name in names:
-            print_summary(console, summarize_experiment(db, name, metric))
+            print_summary(out, summarize_experiment(db, name, metric))
 
 
 @click.command("export")
