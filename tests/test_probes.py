@@ -23,7 +23,8 @@ from blocklab import proc
 from blocklab.cluster import Cluster, server_user
 from blocklab.installation import Installation
 from blocklab.paths import Paths
-from blocklab.probes import Device, Instrumentation, ProbeContext, ProbeResult
+from blocklab.probes import Instrumentation, ProbeContext, ProbeResult
+from blocklab.probes.overhead import context_for
 from blocklab.probes.provenance import collect_provenance
 from blocklab.probes.sampler import SECTOR_BYTES
 from blocklab.state import State
@@ -78,25 +79,8 @@ def pgbench(c: Cluster, args: list[str]) -> proc.Result:
     return proc.run([str(c.inst.bin("pgbench")), *c.conn_args(), *args, "postgres"], timeout_s=600)
 
 
-def data_device(path: Path) -> Device:
-    """The block device (partition) holding `path`, by its major:minor."""
-    dev = os.stat(path).st_dev
-    name = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve().name
-    return Device(name=name, role="data", shared=True)
-
-
 def context(c: Cluster) -> ProbeContext:
-    assert c.pid is not None
-    return ProbeContext(
-        conninfo=c.conninfo,
-        data_dir=c.data_dir,
-        server_log=c.log_path,
-        devices=[data_device(c.data_dir)],
-        block_size_bytes=c.inst.block_size_bytes,
-        wal_block_size_bytes=c.inst.wal_block_size_bytes,
-        server_pid=c.pid,
-        server_version_num=c.version_num(),
-    )
+    return context_for(c, measure_space=True)
 
 
 def wal_bytes(c: Cluster) -> float:

@@ -14,13 +14,11 @@ bias whichever arm comes next.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from blocklab import proc
 from blocklab.cluster import Cluster, server_user
@@ -30,6 +28,7 @@ from blocklab.paths import Paths
 from blocklab.probes import Device, Instrumentation, ProbeContext
 from blocklab.state import State
 from blocklab.stats import Comparison, compare_paired
+from blocklab.storage.devices import device_for_path
 from blocklab.workloads.pgbench import parse_report
 
 SETTINGS = {"shared_buffers": "128MB", "max_wal_size": "1GB", "checkpoint_timeout": "5min"}
@@ -57,13 +56,6 @@ class OverheadResult:
 
 def pair_order(pair: int) -> tuple[str, str]:
     return ("bare", "instrumented") if pair % 2 == 0 else ("instrumented", "bare")
-
-
-def block_device_of(path: Path) -> Device:
-    """The block device holding `path` (a name under /sys/class/block), shared."""
-    st = os.stat(path).st_dev
-    link = Path(f"/sys/dev/block/{os.major(st)}:{os.minor(st)}")
-    return Device(name=link.resolve().name if link.exists() else "unknown", role="data")
 
 
 def measure_overhead(
@@ -126,7 +118,11 @@ def _one(
     res: OverheadResult,
 ) -> float:
     args = ["-n", "-c", str(clients), "-j", str(clients), "-T", str(duration_s)]
-    probes = Instrumentation(_context(cluster, interval_s)) if arm == "instrumented" else None
+    probes = (
+        Instrumentation(context_for(cluster, interval_s=interval_s))
+        if arm == "instrumented"
+        else None
+    )
     if probes is not None:
         probes.begin()
     started = time.monotonic()
@@ -145,18 +141,22 @@ def _one(
     return report.tps
 
 
-def _context(cluster: Cluster, interval_s: float) -> ProbeContext:
+def context_for(
+    cluster: Cluster, *, interval_s: float = 1.0, measure_space: bool = False
+) -> ProbeContext:
+    """Probes for a running server whose data directory sits on a host file system: the
+    block device under it is counted, shared with whatever else uses that device."""
     assert cluster.pid is not None
     return ProbeContext(
         conninfo=cluster.conninfo,
         data_dir=cluster.data_dir,
         server_log=cluster.log_path,
-        devices=[block_device_of(cluster.data_dir)],
+        devices=[Device(name=device_for_path(cluster.data_dir), role="data", shared=True)],
         block_size_bytes=cluster.inst.block_size_bytes,
         wal_block_size_bytes=cluster.inst.wal_block_size_bytes,
         server_pid=cluster.pid,
         server_version_num=cluster.version_num(),
-        measure_space=False,
+        measure_space=measure_space,
         interval_s=interval_s,
     )
 
