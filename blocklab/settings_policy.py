@@ -115,28 +115,6 @@ def value_bytes(value: str, unit_bytes: int) -> int | None:
     return None
 
 
-def effective(
-    settings: dict[str, str],
-    policy: str,
-    *,
-    block_size_bytes: int,
-    wal_block_size_bytes: int,
-    reference_block_size_bytes: int = 8192,
-    reference_wal_block_size_bytes: int = 8192,
-    reference_wal_segment_size_bytes: int = DEFAULT_WAL_SEGMENT_BYTES,
-) -> dict[str, str]:
-    """The settings to write for a build with these block sizes under `policy`."""
-    return convert(
-        settings,
-        policy,
-        block_size_bytes=block_size_bytes,
-        wal_block_size_bytes=wal_block_size_bytes,
-        reference_block_size_bytes=reference_block_size_bytes,
-        reference_wal_block_size_bytes=reference_wal_block_size_bytes,
-        reference_wal_segment_size_bytes=reference_wal_segment_size_bytes,
-    ).settings
-
-
 def convert(
     settings: dict[str, str],
     policy: str,
@@ -147,7 +125,8 @@ def convert(
     reference_wal_block_size_bytes: int = 8192,
     reference_wal_segment_size_bytes: int = DEFAULT_WAL_SEGMENT_BYTES,
 ) -> Conversion:
-    """Like effective(), with notes on values that could not keep the reference's bytes."""
+    """The settings to write for a build with these block sizes under `policy`, with
+    notes on values that could not keep the reference's bytes."""
     if policy not in POLICIES:
         raise ValueError(f"settings policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     if policy == "native":

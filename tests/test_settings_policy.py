@@ -10,9 +10,9 @@ KB = 1024
 
 
 def bytes_policy(settings: dict[str, str], bs_kb: int, wal_kb: int, **kw: int) -> dict[str, str]:
-    return sp.effective(
+    return sp.convert(
         settings, "bytes", block_size_bytes=bs_kb * KB, wal_block_size_bytes=wal_kb * KB, **kw
-    )
+    ).settings
 
 
 def in_bytes(name: str, value: str, bs_kb: int, wal_kb: int) -> int:
@@ -26,7 +26,7 @@ def in_bytes(name: str, value: str, bs_kb: int, wal_kb: int) -> int:
 
 def test_native_passes_everything_through() -> None:
     s = {"bgwriter_lru_maxpages": "100", "shared_buffers": "16384", "wal_buffers": "-1"}
-    out = sp.effective(s, "native", block_size_bytes=4096, wal_block_size_bytes=4096)
+    out = sp.convert(s, "native", block_size_bytes=4096, wal_block_size_bytes=4096).settings
     assert out == s and out is not s
 
 
@@ -121,7 +121,7 @@ def test_flush_after_is_capped_at_postgres_limit_with_a_note() -> None:
 
 def test_unknown_policy_is_rejected() -> None:
     with pytest.raises(ValueError, match="native, bytes"):
-        sp.effective({}, "pages", block_size_bytes=8192, wal_block_size_bytes=8192)
+        sp.convert({}, "pages", block_size_bytes=8192, wal_block_size_bytes=8192)
 
 
 # --- against real servers: what pg_settings reports ---------------------------------------
