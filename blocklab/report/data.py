@@ -53,6 +53,7 @@ class VariantView:
     dims: dict[str, Any]
     variant: dict[str, Any]
     is_reference: bool
+    reference_id: str | None = None  # the variant this one is compared with (grouped refs)
     cells: dict[str, shape.CellStats] = field(default_factory=dict)  # metric -> stats
 
 
@@ -159,7 +160,8 @@ def load_experiment(db: ResultsDB, name: str) -> ExperimentView:
             position=int(v["position"]),
             dims=json.loads(v["dims_json"] or "{}"),
             variant=json.loads(v["variant_json"] or "{}"),
-            is_reference=v["variant_id"] == ref,
+            is_reference=v["variant_id"] == (v["reference_id"] or ref),
+            reference_id=v["reference_id"] or ref,
         )
         for v in db.variants(name)
     ]
@@ -167,7 +169,7 @@ def load_experiment(db: ResultsDB, name: str) -> ExperimentView:
     for r in runs:
         present.update(k for k, val in r.metrics.items() if val is not None)
     metrics = shape.order_metrics(present)
-    _fill_cells(variants, runs, metrics, ref)
+    _fill_cells(variants, runs, metrics)
     return ExperimentView(
         name=name,
         slug=slug(name),
@@ -197,14 +199,16 @@ def _fill_cells(
     variants: list[VariantView],
     runs: list[RunView],
     metrics: list[shape.MetricInfo],
-    ref: str | None,
 ) -> None:
-    has_ref = any(v.variant_id == ref for v in variants)
+    """Each variant's statistics, paired by round with its own reference's."""
+    known = {v.variant_id for v in variants}
     for m in metrics:
-        ref_values = round_values(runs, ref, m.key) if has_ref and ref else {}
         for v in variants:
             values = round_values(runs, v.variant_id, m.key)
-            against = None if v.is_reference or not has_ref else ref_values
+            has_ref = v.reference_id in known and not v.is_reference
+            against = (
+                round_values(runs, v.reference_id, m.key) if has_ref and v.reference_id else None
+            )
             cell = shape.cell_stats(values, against, m, is_reference=v.is_reference)
             if cell is not None:
                 v.cells[m.key] = cell

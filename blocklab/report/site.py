@@ -210,7 +210,8 @@ def write_experiment(w: Writer, db: ResultsDB, results: Path, exp: ExperimentVie
     edir = w.out / base
     (edir / "runs").mkdir(parents=True, exist_ok=True)
     labels = {v.variant_id: v.label or v.variant_id for v in exp.variants}
-    ref_label = labels.get(exp.reference or "", "none")
+    ref_ids = dict.fromkeys(v.variant_id for v in exp.variants if v.is_reference)
+    ref_label = ", ".join(labels[r] for r in ref_ids) or "none"
     w.page(
         f"{base}/index.html",
         "experiment.html",
