@@ -37,8 +37,8 @@ demo: setup
 	$(VENV)/bin/blocklab run
 
 lint: venv
-	$(VENV)/bin/ruff check blocklab tests bench
-	$(VENV)/bin/ruff format --check blocklab tests bench
+	$(VENV)/bin/ruff check --no-cache blocklab tests bench
+	$(VENV)/bin/ruff format --no-cache --check blocklab tests bench
 
 typecheck: venv
 	$(VENV)/bin/mypy

@@ -31,7 +31,6 @@ def paths() -> Iterator[Paths]:
 def pg18_4k(paths: Paths):  # type: ignore[no-untyped-def]
     """A real PostgreSQL 18 build with 4 kB pages and 4 kB WAL blocks (cached)."""
     from blocklab.build import ensure_build
-
     from blocklab.model import BuildRequest
 
     return ensure_build(BuildRequest(pg="18", block_size_kb=4, wal_block_size_kb=4), paths)
@@ -41,7 +40,6 @@ def pg18_4k(paths: Paths):  # type: ignore[no-untyped-def]
 def pg18_8k(paths: Paths):  # type: ignore[no-untyped-def]
     """A real PostgreSQL 18 build with the default 8 kB pages and 8 kB WAL blocks (cached)."""
     from blocklab.build import ensure_build
-
     from blocklab.model import BuildRequest
 
     return ensure_build(BuildRequest(pg="18", block_size_kb=8, wal_block_size_kb=8), paths)
