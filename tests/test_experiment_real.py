@@ -101,10 +101,11 @@ def _start(experiment_file: Path, results: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def _mid_run(results: Path, stored: int) -> bool:
+def _pgbench_running(results: Path) -> bool:
+    """A run's measured pgbench has started (argv written) and not ended (no exit code)."""
     runs_dir = results / "runs"
-    raw = list(runs_dir.glob("*/*/pgbench.stdout")) if runs_dir.exists() else []
-    return len(_runs(results)) == stored and len(raw) > stored
+    started = list(runs_dir.glob("*/*/pgbench.argv")) if runs_dir.exists() else []
+    return any(not (p.parent / "pgbench.exit_code").exists() for p in started)
 
 
 def test_sigkill_mid_run_then_resume_ends_with_the_planned_runs(
@@ -117,8 +118,8 @@ def test_sigkill_mid_run_then_resume_ends_with_the_planned_runs(
     p = _start(experiment_file, results)
     try:
         _wait_for(lambda: len(_runs(results)) >= 1, 600, "the first stored run")
-        _wait_for(lambda: _mid_run(results, len(_runs(results))), 120, "a run in progress")
-        time.sleep(1.0)
+        _wait_for(lambda: _pgbench_running(results), 120, "a run in progress")
+        time.sleep(0.5)
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=30)
     finally:
@@ -158,7 +159,7 @@ def test_ctrl_c_stops_after_releasing_what_was_started(
     results = paths.home / "results-int"
     p = _start(experiment_file, results)
     try:
-        _wait_for(lambda: _mid_run(results, 0), 600, "the first run in progress")
+        _wait_for(lambda: _pgbench_running(results), 600, "the first run in progress")
         server_pids = _servers_of(paths)
         assert server_pids, "a running experiment records its server in the state file"
         os.killpg(p.pid, signal.SIGINT)

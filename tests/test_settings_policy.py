@@ -168,12 +168,12 @@ def test_bytes_policy_gives_equal_bytes_in_pg_settings(paths, pg18_4k, pg18_8k) 
     seen: dict[str, list[dict[str, int]]] = {"bytes": [], "native": []}
     for policy in ("bytes", "native"):
         for inst in (pg18_4k, pg18_8k):
-            conf = sp.effective(
+            conf = sp.convert(
                 given,
                 policy,
                 block_size_bytes=inst.block_size_bytes,
                 wal_block_size_bytes=inst.wal_block_size_bytes,
-            )
+            ).settings
             rows = _readback(paths, inst, conf)
             seen[policy].append({n: _volume(n, rows[n], inst.block_size_bytes) for n in names})
     four, eight = seen["bytes"]
