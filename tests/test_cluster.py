@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import remove_cluster, scratch_cluster
 
 from blocklab import proc
 from blocklab.cluster import Cluster, quote_setting, render_settings, server_user
@@ -20,21 +19,11 @@ from blocklab.state import State
 
 @pytest.fixture
 def cluster(paths: Paths, pg15_system: Installation) -> Iterator[Cluster]:
-    base = paths.work / "test-cluster" / uuid.uuid4().hex[:8]
-    state = State(paths.home / f"state-{base.name}.json")
-    c = Cluster(
-        pg15_system,
-        base / "data",
-        socket_dir=base / "sock",
-        user=server_user(),
-        state=state,
-        log_path=base / "server.log",
-    )
+    c = scratch_cluster(paths, pg15_system, "test-cluster")
     try:
         yield c
     finally:
-        c.kill()
-        shutil.rmtree(base, ignore_errors=True)
+        remove_cluster(c)
 
 
 def test_server_user_is_unprivileged() -> None:

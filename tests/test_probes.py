@@ -12,22 +12,21 @@ import os
 import shutil
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+from helpers import remove_cluster, scratch_cluster
 
 from blocklab import proc
-from blocklab.cluster import Cluster, server_user
+from blocklab.cluster import Cluster
 from blocklab.installation import Installation
 from blocklab.paths import Paths
 from blocklab.probes import Instrumentation, ProbeContext, ProbeResult
 from blocklab.probes.overhead import context_for
 from blocklab.probes.provenance import collect_provenance
 from blocklab.probes.sampler import SECTOR_BYTES
-from blocklab.state import State
 
 SETTINGS = {
     "shared_buffers": "16MB",
@@ -41,15 +40,7 @@ RECORD_LOGS = os.environ.get("BLOCKLAB_RECORD_LOGS")  # a directory: keep the se
 
 
 def make_cluster(paths: Paths, inst: Installation, settings: dict[str, str]) -> Cluster:
-    base = paths.work / "test-probes" / uuid.uuid4().hex[:8]
-    c = Cluster(
-        inst,
-        base / "data",
-        socket_dir=base / "sock",
-        user=server_user(),
-        state=State(paths.home / f"state-{base.name}.json"),
-        log_path=base / "server.log",
-    )
+    c = scratch_cluster(paths, inst, "test-probes")
     c.initdb(data_checksums=False)
     c.write_settings(settings)
     c.start()
@@ -72,7 +63,7 @@ def server(request: pytest.FixtureRequest, paths: Paths) -> Iterator[Cluster]:
         if RECORD_LOGS:
             name = f"{request.param}-{c.data_dir.parent.name}.log"
             shutil.copy(c.log_path, Path(RECORD_LOGS) / name)
-        shutil.rmtree(c.data_dir.parent, ignore_errors=True)
+        remove_cluster(c)
 
 
 def pgbench(c: Cluster, args: list[str]) -> proc.Result:

@@ -130,29 +130,10 @@ PG_UNIT_BYTES = {"B": 1, "kB": KB, "MB": KB * KB, "4kB": 4 * KB, "8kB": 8 * KB, 
 
 
 def _readback(paths, inst, settings: dict[str, str]) -> dict[str, dict[str, str]]:  # type: ignore[no-untyped-def]
-    import shutil
-    import uuid
+    from helpers import running_cluster
 
-    from blocklab.cluster import Cluster, server_user
-    from blocklab.state import State
-
-    base = paths.work / "test-policy" / uuid.uuid4().hex[:8]
-    c = Cluster(
-        inst,
-        base / "data",
-        socket_dir=base / "sock",
-        user=server_user(),
-        state=State(paths.home / f"state-{base.name}.json"),
-        log_path=base / "server.log",
-    )
-    try:
-        c.initdb(data_checksums=False)
-        c.write_settings(settings)
-        c.start()
+    with running_cluster(paths, inst, "test-policy", settings) as c:
         return c.settings_readback()
-    finally:
-        c.kill()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _volume(name: str, row: dict[str, str], block_size_bytes: int) -> int:

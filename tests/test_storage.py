@@ -6,12 +6,12 @@ import json
 import os
 import signal
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import first_line
 
 from blocklab import proc
 from blocklab.errors import CommandError, StorageError, UserError
@@ -311,7 +311,7 @@ def test_sigkill_then_cleanup_leaves_nothing(
         env={"BLOCKLAB_HOME": str(paths.home), "BLOCKLAB_CACHE": str(paths.cache)},
     )
     try:
-        facts = json.loads(_first_line(out, child.pid))
+        facts = json.loads(first_line(out, child.pid, 120.0, "provision"))
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
@@ -325,18 +325,6 @@ def test_sigkill_then_cleanup_leaves_nothing(
     assert loopfs.loops_backed_by(Path(facts["image_path"])) == []
     assert facts["mount_point"] not in Path("/proc/mounts").read_text()
     assert not Path(facts["image_path"]).exists()
-
-
-def _first_line(path: Path, pid: int, timeout_s: float = 120.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        text = path.read_text() if path.exists() else ""
-        if text.endswith("\n"):
-            return text.splitlines()[0]
-        if not proc.pid_alive(pid):
-            raise AssertionError(f"the child died: {text}")
-        time.sleep(0.1)
-    raise AssertionError("the child did not provision in time")
 
 
 def test_release_all_spares_a_live_owner_and_a_reused_pid(paths: Paths, state: State) -> None:

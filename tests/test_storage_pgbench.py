@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import first_line
 
 from blocklab import proc
 from blocklab.cluster import Cluster, server_user
@@ -139,7 +140,7 @@ def test_blocklab_cleanup_after_sigkill_stops_the_server_and_unmounts(
     child = proc.spawn([sys.executable, "-c", CHILD, home.name], stdout_path=out, env=env)
     try:
         try:
-            info = json.loads(_first_line(out, child.pid))
+            info = json.loads(first_line(out, child.pid, 180.0, "start its server"))
         finally:
             os.kill(child.pid, signal.SIGKILL)
             child.wait()
@@ -159,18 +160,6 @@ def test_blocklab_cleanup_after_sigkill_stops_the_server_and_unmounts(
         assert "nothing to release" in proc.run(cleanup, env=env).stdout
     finally:
         release_all(state, only_dead_owners=False)
-
-
-def _first_line(path: Path, pid: int, timeout_s: float = 180.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        text = path.read_text() if path.exists() else ""
-        if text.endswith("\n"):
-            return text.splitlines()[0]
-        if not proc.pid_alive(pid):
-            raise AssertionError(f"the child died: {text}")
-        time.sleep(0.2)
-    raise AssertionError("the child did not start its server in time")
 
 
 # -- a memory cap around a real server ------------------------------------------------

@@ -1,0 +1,64 @@
+"""Helpers shared by tests: throwaway servers and waiting on a child's output."""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from blocklab import proc
+from blocklab.cluster import Cluster, server_user
+from blocklab.installation import Installation
+from blocklab.paths import Paths
+from blocklab.state import State
+
+
+def scratch_cluster(paths: Paths, inst: Installation, group: str) -> Cluster:
+    """A cluster (not yet initialised) in a fresh directory under paths.work/GROUP,
+    with a state file of its own."""
+    base = paths.work / group / uuid.uuid4().hex[:8]
+    return Cluster(
+        inst,
+        base / "data",
+        socket_dir=base / "sock",
+        user=server_user(),
+        state=State(paths.home / f"state-{base.name}.json"),
+        log_path=base / "server.log",
+    )
+
+
+def remove_cluster(c: Cluster) -> None:
+    """Kill the server by PID (if any) and delete its directory, also after a failure."""
+    c.kill()
+    shutil.rmtree(c.data_dir.parent, ignore_errors=True)
+
+
+@contextmanager
+def running_cluster(
+    paths: Paths, inst: Installation, group: str, settings: dict[str, str]
+) -> Iterator[Cluster]:
+    """initdb, settings, start; killed and removed on the way out."""
+    c = scratch_cluster(paths, inst, group)
+    try:
+        c.initdb(data_checksums=False)
+        c.write_settings(settings)
+        c.start()
+        yield c
+    finally:
+        remove_cluster(c)
+
+
+def first_line(path: Path, pid: int, timeout_s: float, what: str) -> str:
+    """The first complete line a child process writes to `path`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if text.endswith("\n"):
+            return text.splitlines()[0]
+        if not proc.pid_alive(pid):
+            raise AssertionError(f"the child died: {text}")
+        time.sleep(0.1)
+    raise AssertionError(f"the child did not {what} in time")
