@@ -9,13 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blocklab import stats
+from blocklab.metrics import RUN_COLUMN_METRICS, compare, metric_info, verdict_text
 from blocklab.store import ResultsDB
-
-# Metrics that live in the runs table itself; everything else is in the metrics table.
-RUN_COLUMNS = ("tps", "latency_avg_ms", "latency_stddev_ms")
-# For these a larger value is better; for every other metric (latency, bytes per
-# transaction, CPU per transaction) a smaller one is.
-HIGHER_IS_BETTER = frozenset({"tps", "hot_update_ratio", "cache_hit_ratio"})
 
 
 @dataclass
@@ -30,6 +25,7 @@ class VariantSummary:
     values: dict[int, float]  # round -> metric value, ok runs only
     summary: stats.Summary | None
     comparison: stats.Comparison | None
+    verdict: str  # in the metric's words: faster/slower, better/worse, higher/lower
     latency_avg_ms: stats.Summary | None
 
 
@@ -62,7 +58,7 @@ def metric_values(db: ResultsDB, experiment: str, variant_id: str, metric: str) 
     for r in db.runs(experiment, variant_id):
         if r["status"] != "ok":
             continue
-        value = r[metric] if metric in RUN_COLUMNS else db.metrics(r["id"]).get(metric)
+        value = r[metric] if metric in RUN_COLUMN_METRICS else db.metrics(r["id"]).get(metric)
         if value is not None:
             out[int(r["round"])] = float(value)
     return out
@@ -73,7 +69,7 @@ def summarize_experiment(db: ResultsDB, name: str, metric: str = "tps") -> Exper
     ref_id = exp["reference"]
     rounds_done = len({r["round"] for r in db.runs(name)})
     result = ExperimentSummary(name, metric, ref_id, exp["state"], exp["end_reason"], rounds_done)
-    higher_is_better = metric in HIGHER_IS_BETTER
+    info = metric_info(metric)
     labels = {v["variant_id"]: v["label"] for v in db.variants(name)}
     for v in db.variants(name):
         vid = v["variant_id"]
@@ -86,7 +82,7 @@ def summarize_experiment(db: ResultsDB, name: str, metric: str = "tps") -> Exper
         comparison = None
         if not is_ref:
             ref_values = metric_values(db, name, my_ref, metric)
-            comparison = stats.compare_paired(ref_values, values, higher_is_better=higher_is_better)
+            comparison = compare(ref_values, values, info)
         result.variants.append(
             VariantSummary(
                 variant_id=vid,
@@ -99,6 +95,7 @@ def summarize_experiment(db: ResultsDB, name: str, metric: str = "tps") -> Exper
                 values=values,
                 summary=stats.summarize(list(values.values())) if values else None,
                 comparison=comparison,
+                verdict=verdict_text(comparison, info) if comparison else "",
                 latency_avg_ms=stats.summarize(latencies) if latencies else None,
             )
         )

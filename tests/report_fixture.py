@@ -120,10 +120,10 @@ def _checkpoints(seconds: int) -> list[dict[str, Any]]:
 def _metrics(rng: random.Random, tps: float, bs_kb: int) -> dict[str, float | None]:
     return {
         "wal_bytes_per_xact": round((600 + 40 * bs_kb) * rng.uniform(0.95, 1.05), 1),
-        "device_write_bytes_per_xact": round(bs_kb * 1024 * 0.7 * rng.uniform(0.9, 1.1), 1),
-        "fpi_share": round(min(1.0, 0.05 * bs_kb * rng.uniform(0.9, 1.1)), 4),
+        "device_data_write_bytes_per_xact": round(bs_kb * 1024 * 0.7 * rng.uniform(0.9, 1.1), 1),
+        "fpi_bytes_share_of_wal_max": round(min(1.0, 0.05 * bs_kb * rng.uniform(0.9, 1.1)), 4),
         "hot_update_ratio": round(rng.uniform(0.6, 0.9), 4),
-        "cpu_s_per_xact": round(0.001 * 1200 / tps * rng.uniform(0.9, 1.1), 6),
+        "server_cpu_s_per_xact": round(0.001 * 1200 / tps * rng.uniform(0.9, 1.1), 6),
     }
 
 

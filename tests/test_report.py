@@ -20,6 +20,7 @@ from report_fixture import write_synthetic_results
 from blocklab import proc, stats
 from blocklab.cli import main
 from blocklab.errors import UserError
+from blocklab.metrics import metric_info
 from blocklab.report import build_site, make_server, resolve_in_site, shape
 from blocklab.report.data import load_experiment
 from blocklab.report.site import compare_json
@@ -76,23 +77,25 @@ def test_checkpoint_kinds() -> None:
 def test_cell_stats_use_blocklab_stats_and_name_the_direction() -> None:
     ref = {1: 1000.0, 2: 1010.0, 3: 990.0, 4: 1005.0}
     more = {1: 1200.0, 2: 1215.0, 3: 1190.0, 4: 1207.0}
-    info = shape.metric_info("wal_bytes_per_xact")
+    info = metric_info("wal_bytes_per_xact")
     cell = shape.cell_stats(more, ref, info)
     assert cell is not None and cell.comparison is not None
     assert cell.summary == stats.summarize(list(more.values()))
     expected = stats.compare_paired(ref, more, higher_is_better=False)
     assert cell.comparison == expected
     assert cell.verdict == "worse"  # 20 % more WAL per transaction
-    assert shape.cell_stats(more, ref, shape.metric_info("tps")).verdict == stats.FASTER  # type: ignore[union-attr]
-    assert shape.cell_stats(more, ref, shape.metric_info("fpi_share")).verdict == "higher"  # type: ignore[union-attr]
+    assert shape.cell_stats(more, ref, metric_info("tps")).verdict == stats.FASTER  # type: ignore[union-attr]
+    assert (
+        shape.cell_stats(more, ref, metric_info("fpi_bytes_share_of_wal_max")).verdict == "higher"
+    )  # type: ignore[union-attr]
     assert shape.cell_stats(ref, None, info, is_reference=True).verdict == "reference"  # type: ignore[union-attr]
 
 
 def test_metric_order_puts_known_metrics_first() -> None:
-    found = ["zeta_s", "fpi_share", "tps", "wal_bytes_per_xact"]
+    found = ["zeta_s", "fpi_bytes_share_of_wal_max", "tps", "wal_bytes_per_xact"]
     keys = [m.key for m in shape.order_metrics(found)]
-    assert keys == ["tps", "wal_bytes_per_xact", "fpi_share", "zeta_s"]
-    assert shape.metric_info("zeta_s").unit == "s"
+    assert keys == ["tps", "wal_bytes_per_xact", "fpi_bytes_share_of_wal_max", "zeta_s"]
+    assert metric_info("zeta_s").unit == "s"
 
 
 def test_resolve_in_site_refuses_every_way_out(tmp_path: Path) -> None:
@@ -181,7 +184,11 @@ def test_experiment_page_summary_matches_stats_and_lists_the_failure(
     assert len(failed) == 1 and failed[0].reason in html
     page_data = json.loads(re.search(r'id="page-data">(.*?)</script>', html, re.S).group(1))  # type: ignore[union-attr]
     assert page_data["axes"] == ["fs_block_size", "block_size_kb"]
-    assert {m["key"] for m in page_data["metrics"]} >= {"tps", "wal_bytes_per_xact", "fpi_share"}
+    assert {m["key"] for m in page_data["metrics"]} >= {
+        "tps",
+        "wal_bytes_per_xact",
+        "fpi_bytes_share_of_wal_max",
+    }
     ref_json = next(v for v in page_data["variants"] if v["ref"])
     assert ref_json["stats"]["tps"]["mean"] == pytest.approx(s.mean, rel=1e-5)
 

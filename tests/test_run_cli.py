@@ -72,6 +72,21 @@ def test_reading_commands_on_a_missing_results_dir_exit_2(
     assert "--results" in r.stderr and "does not exist" in r.stderr
 
 
+def test_summary_names_the_metrics_it_knows(tmp_path: Path) -> None:
+    from report_fixture import write_synthetic_results
+
+    results = tmp_path / "results"
+    write_synthetic_results(results)
+    r = _blocklab("summary", "--results", str(results), "--metric", "speed", home=tmp_path)
+    assert r.returncode == 2
+    assert "--metric: 'speed' is not stored" in r.stderr and "wal_bytes_per_xact" in r.stderr
+    ok = _blocklab(
+        "summary", "--results", str(results), "--metric", "wal_bytes_per_xact", home=tmp_path
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "WAL bytes per transaction (bytes)" in ok.stdout
+
+
 def test_export_writes_every_run_and_series_row(tmp_path: Path) -> None:
     from report_fixture import write_synthetic_results
 

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from blocklab.console import console
 from blocklab.errors import UserError
+from blocklab.metrics import metric_info
 from blocklab.paths import Paths
 
 if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a command runs
@@ -232,7 +233,9 @@ def _pm(mean: float, stdev: float | None) -> str:
 
 
 def print_summary(console: Console, s: ExperimentSummary) -> None:
-    table = Table(title=f"{s.name}: {s.metric} per variant ({s.rounds_done} rounds)")
+    info = metric_info(s.metric)
+    title = f"{s.name}: {info.label} ({info.unit}) per variant, {s.rounds_done} rounds"
+    table = Table(title=title)
     for col in (
         "variant",
         "n",
@@ -276,7 +279,7 @@ def print_summary(console: Console, s: ExperimentSummary) -> None:
             gain = f"{c.gain_pct:+.1f} %"
             if c.ci95_low is not None and c.ci95_high is not None:
                 gain += f" ({(c.ci95_low - 1) * 100:+.1f} … {(c.ci95_high - 1) * 100:+.1f})"
-            verdict = c.verdict
+            verdict = v.verdict
             if v.reference_label and len(refs) > 1:
                 verdict += f" vs {v.reference_label}"
         lat = v.latency_avg_ms.mean if v.latency_avg_ms else None
@@ -326,7 +329,19 @@ def summary_cmd(experiment: str | None, results: Path | None, metric: str) -> No
             raise UserError(f"--results: {paths.results} holds no experiment")
         out = console()
         for name in names:
+            _check_metric(db, db.experiment(name)["name"], metric)
             print_summary(out, summarize_experiment(db, name, metric))
+
+
+def _check_metric(db: ResultsDB, experiment: str, metric: str) -> None:
+    from blocklab.metrics import RUN_COLUMN_METRICS
+
+    known = [*RUN_COLUMN_METRICS, *db.metric_names(experiment)]
+    if metric not in known:
+        raise UserError(
+            f"--metric: '{metric}' is not stored for experiment '{experiment}'; "
+            f"allowed: {', '.join(known)}"
+        )
 
 
 @click.command("export")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.errors import UserError
+from blocklab.metrics import MetricInfo
 from blocklab.report import shape
 from blocklab.store import RESULTS_DB_NAME, ResultsDB
 
@@ -69,7 +70,7 @@ class ExperimentView:
     reference: str | None
     variants: list[VariantView]
     runs: list[RunView]
-    metrics: list[shape.MetricInfo]
+    metrics: list[MetricInfo]
 
     @property
     def dims(self) -> dict[str, list[Any]]:
@@ -198,7 +199,7 @@ def round_values(runs: list[RunView], variant_id: str, metric: str) -> dict[int,
 def _fill_cells(
     variants: list[VariantView],
     runs: list[RunView],
-    metrics: list[shape.MetricInfo],
+    metrics: list[MetricInfo],
 ) -> None:
     """Each variant's statistics, paired by round with its own reference's."""
     known = {v.variant_id for v in variants}

@@ -12,50 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from blocklab import stats
+from blocklab.metrics import KNOWN_METRICS, MetricInfo, compare, metric_info, verdict_text
 
 Point = tuple[float, float | None]
 Scalar = str | int | float | bool
-
-
-@dataclass(frozen=True)
-class MetricInfo:
-    key: str
-    label: str
-    unit: str
-    higher_is_better: bool | None  # None: no direction (a share, a ratio)
-
-
-# Known metrics first, in this order; any other stored metric follows alphabetically.
-KNOWN_METRICS = (
-    MetricInfo("tps", "throughput", "transactions/s", True),
-    MetricInfo("latency_avg_ms", "latency (average)", "ms", False),
-    MetricInfo("wal_bytes_per_xact", "WAL bytes per transaction", "bytes", False),
-    MetricInfo(
-        "device_write_bytes_per_xact", "device bytes written per transaction", "bytes", False
-    ),
-    MetricInfo("device_read_bytes_per_xact", "device bytes read per transaction", "bytes", False),
-    MetricInfo("fpi_share", "full-page-image share of WAL", "fraction", None),
-    MetricInfo("hot_update_ratio", "HOT update ratio", "fraction", None),
-    MetricInfo("cpu_s_per_xact", "CPU seconds per transaction", "s", False),
-    MetricInfo("latency_stddev_ms", "latency (stddev)", "ms", False),
-)
-_KNOWN = {m.key: m for m in KNOWN_METRICS}
-RUN_COLUMN_METRICS = ("tps", "latency_avg_ms", "latency_stddev_ms")
-SPEED_METRICS = ("tps", "latency_avg_ms")
-
-
-def metric_info(key: str) -> MetricInfo:
-    if key in _KNOWN:
-        return _KNOWN[key]
-    unit = _unit_from_name(key)
-    return MetricInfo(key, key.replace("_", " "), unit, None)
-
-
-def _unit_from_name(key: str) -> str:
-    for suffix, unit in (("_bytes", "bytes"), ("_ms", "ms"), ("_s", "s"), ("_pct", "%")):
-        if key.endswith(suffix) or f"{suffix}_per_" in key:
-            return unit
-    return ""
 
 
 def order_metrics(present: Iterable[str]) -> list[MetricInfo]:
@@ -171,18 +131,6 @@ class CellStats:
     verdict: str
 
 
-def verdict_text(c: stats.Comparison, info: MetricInfo) -> str:
-    """Words for a comparison: faster/slower for speed, better/worse or higher/lower else."""
-    if c.verdict not in (stats.FASTER, stats.SLOWER):
-        return c.verdict
-    if info.key in SPEED_METRICS:
-        return c.verdict
-    up = c.ci95_low is not None and c.ci95_low > 1
-    if info.higher_is_better is None:
-        return "higher" if up else "lower"
-    return "better" if (up == info.higher_is_better) else "worse"
-
-
 def cell_stats(
     values: Mapping[int, float],
     ref_values: Mapping[int, float] | None,
@@ -198,8 +146,7 @@ def cell_stats(
     summary = stats.summarize(list(clean.values()))
     if ref_values is None:
         return CellStats(summary, None, "reference" if is_reference else "")
-    higher = info.higher_is_better is not False
-    comp = stats.compare_paired(ref_values, clean, higher_is_better=higher)
+    comp = compare(dict(ref_values), clean, info)
     return CellStats(summary, comp, verdict_text(comp, info))
 
 

@@ -274,6 +274,15 @@ class ResultsDB:
             for r in self.conn.execute("SELECT name, value FROM metrics WHERE run_id=?", (run_id,))
         }
 
+    def metric_names(self, experiment: str) -> list[str]:
+        """Every metric stored for the experiment's runs, sorted."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT m.name FROM metrics m JOIN runs r ON r.id = m.run_id"
+            " WHERE r.experiment=? ORDER BY m.name",
+            (experiment,),
+        )
+        return [r["name"] for r in rows]
+
     def series(self, run_id: int) -> dict[str, list[tuple[float, float | None]]]:
         out: dict[str, list[tuple[float, float | None]]] = {}
         for r in self.conn.execute(

@@ -1,0 +1,103 @@
+"""The catalogue of per-run metrics: label, unit and which direction is better.
+
+One list for the summary table and the report, named as the runner and the probes
+store them (blocklab.probes.derived). A metric not listed still shows, under its own
+name, with a unit guessed from its suffix and no direction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from blocklab import stats
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    key: str
+    label: str
+    unit: str
+    higher_is_better: bool | None  # None: no direction (a share, a size)
+
+
+# In this order in menus and tables; any other stored metric follows alphabetically.
+KNOWN_METRICS = (
+    MetricInfo("tps", "throughput", "transactions/s", True),
+    MetricInfo("latency_avg_ms", "latency (average)", "ms", False),
+    MetricInfo("wal_bytes_per_xact", "WAL bytes per transaction", "bytes", False),
+    MetricInfo(
+        "device_data_write_bytes_per_xact",
+        "data device bytes written per transaction",
+        "bytes",
+        False,
+    ),
+    MetricInfo(
+        "device_wal_write_bytes_per_xact",
+        "WAL device bytes written per transaction",
+        "bytes",
+        False,
+    ),
+    MetricInfo(
+        "device_data_read_bytes_per_xact", "data device bytes read per transaction", "bytes", False
+    ),
+    MetricInfo(
+        "fpi_bytes_share_of_wal_max",
+        "full-page images, share of WAL bytes (upper bound)",
+        "fraction",
+        None,
+    ),
+    MetricInfo("wal_fpi_per_xact", "full-page images per transaction", "count", False),
+    MetricInfo(
+        "checkpointer_write_bytes_per_xact", "checkpointer bytes per transaction", "bytes", False
+    ),
+    MetricInfo(
+        "bgwriter_write_bytes_per_xact", "background writer bytes per transaction", "bytes", False
+    ),
+    MetricInfo("backend_write_bytes_per_xact", "backend bytes per transaction", "bytes", False),
+    MetricInfo("hot_update_ratio", "HOT update ratio", "fraction", True),
+    MetricInfo("newpage_update_ratio", "new-page update ratio", "fraction", False),
+    MetricInfo("cache_hit_ratio", "buffer cache hit ratio", "fraction", True),
+    MetricInfo("server_cpu_s_per_xact", "server CPU seconds per transaction", "s", False),
+    MetricInfo("host_cpu_busy_s_per_xact", "host CPU seconds per transaction", "s", False),
+    MetricInfo("table_bytes", "table bytes after the run", "bytes", None),
+    MetricInfo("table_free_bytes", "table free bytes after the run", "bytes", None),
+    MetricInfo("index_bytes", "index bytes after the run", "bytes", None),
+    MetricInfo("latency_stddev_ms", "latency (stddev)", "ms", False),
+)
+_KNOWN = {m.key: m for m in KNOWN_METRICS}
+RUN_COLUMN_METRICS = ("tps", "latency_avg_ms", "latency_stddev_ms")  # in the runs table
+SPEED_METRICS = ("tps", "latency_avg_ms")  # compared as faster/slower
+
+
+def metric_info(key: str) -> MetricInfo:
+    if key in _KNOWN:
+        return _KNOWN[key]
+    return MetricInfo(key, key.replace("_", " "), _unit_from_name(key), None)
+
+
+def _unit_from_name(key: str) -> str:
+    for suffix, unit in (("_bytes", "bytes"), ("_ms", "ms"), ("_s", "s"), ("_pct", "%")):
+        if key.endswith(suffix) or f"{suffix}_per_" in key:
+            return unit
+    return ""
+
+
+def compare(
+    ref_values: dict[int, float], values: dict[int, float], info: MetricInfo
+) -> stats.Comparison:
+    """The paired comparison in the metric's own direction."""
+    return stats.compare_paired(
+        ref_values, values, higher_is_better=info.higher_is_better is not False
+    )
+
+
+def verdict_text(c: stats.Comparison, info: MetricInfo) -> str:
+    """Words for a comparison: faster/slower for speed, better/worse or higher/lower else."""
+    if c.verdict not in (stats.FASTER, stats.SLOWER):
+        return c.verdict
+    if info.key in SPEED_METRICS:
+        return c.verdict
+    up = c.ci95_low is not None and c.ci95_low > 1
+    if info.higher_is_better is None:
+        return "higher" if up else "lower"
+    return "better" if (up == info.higher_is_better) else "worse"
