@@ -165,6 +165,19 @@ def test_series_rates_add_up_and_are_per_role() -> None:
     assert series["mem_used_bytes"][0] == (1.0, None)
 
 
+def test_a_few_milliseconds_at_the_end_fold_into_the_last_second() -> None:
+    wal = [0.0, 1000.0, 2000.0, 3000.0, 3500.0]
+    s = [snap(t, {"wal_bytes": w}) for t, w in zip([0.0, 1.0, 2.0, 3.0, 3.02], wal, strict=True)]
+    series = derived.build_series(s, {}, None)["wal_bytes_per_s"]
+    assert series[:2] == [(1.0, 1000.0), (2.0, 1000.0)]
+    t_last, rate = series[-1]
+    assert t_last == 3.02 and rate == pytest.approx(1500.0 / 1.02)
+    # the run's total is kept: sum of rate x dt over the series equals the counter's delta
+    stamps = [0.0] + [t for t, _ in series]
+    total = sum(v * (t - t0) for (t, v), t0 in zip(series, stamps, strict=False))
+    assert total == pytest.approx(3500.0)
+
+
 def test_cpu_percentages() -> None:
     a = {"user": 100, "nice": 0, "system": 50, "idle": 800, "iowait": 50}
     b = {"user": 130, "nice": 10, "system": 60, "idle": 880, "iowait": 70}  # 150 ticks

@@ -12,6 +12,7 @@ most one block (the hole in the middle of a page and wal_compression make it sma
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -61,6 +62,7 @@ def build_series(
     series: dict[str, list[tuple[float, float | None]]] = {}
     if len(snaps) < 2:
         return series
+    snaps = without_short_tail(snaps)
     t0 = snaps[0].epoch
     names = [c for c in RATE_SERIES if c in snaps[0].pg]
     for prev, cur in zip(snaps, snaps[1:], strict=False):
@@ -74,6 +76,22 @@ def build_series(
         for name, value in point.items():
             series.setdefault(name, []).append((t, value))
     return series
+
+
+# A final interval shorter than this share of the usual one (the end-of-run snapshot taken
+# just after the last 1 Hz sample) is folded into the interval before it: a rate over a few
+# milliseconds is noise, and folding keeps rate x dt summing to the run's totals.
+SHORT_TAIL_SHARE = 0.25
+
+
+def without_short_tail(snaps: Sequence[Snapshot]) -> list[Snapshot]:
+    out = list(snaps)
+    if len(out) < 3:
+        return out
+    gaps = [b.epoch - a.epoch for a, b in zip(out, out[1:], strict=False)]
+    if gaps[-1] < SHORT_TAIL_SHARE * statistics.median(gaps[:-1]):
+        del out[-2]
+    return out
 
 
 def _rates(
