@@ -25,8 +25,8 @@ SERIES_NAMES = (
     "tps",
     "latency_ms",
     "wal_bytes_per_s",
-    "device_write_bytes_per_s",
-    "device_read_bytes_per_s",
+    "device_data_write_bytes_per_s",
+    "device_data_read_bytes_per_s",
     "cpu_user_pct",
     "cpu_system_pct",
     "cpu_iowait_pct",
@@ -99,8 +99,8 @@ def _series(
             (float(t), round(v * (600 + 40 * bs_kb) * rng.uniform(0.9, 1.1)))
         )
         dev = v * bs_kb * 1024 * 0.6 * (3.0 if dip < 1 else 1.0)
-        out["device_write_bytes_per_s"].append((float(t), round(dev)))
-        out["device_read_bytes_per_s"].append((float(t), round(rng.uniform(0, 2e5))))
+        out["device_data_write_bytes_per_s"].append((float(t), round(dev)))
+        out["device_data_read_bytes_per_s"].append((float(t), round(rng.uniform(0, 2e5))))
         out["cpu_user_pct"].append((float(t), round(rng.uniform(30, 45), 1)))
         out["cpu_system_pct"].append((float(t), round(rng.uniform(10, 20), 1)))
         out["cpu_iowait_pct"].append((float(t), round(rng.uniform(0, 15), 1)))

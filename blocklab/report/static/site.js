@@ -316,17 +316,18 @@
 
   function initRun(d) {
     const s = d.series;
-    const used = new Set(["tps", "latency_ms", "latency_max_ms", "wal_bytes_per_s",
-      "device_write_bytes_per_s", "device_read_bytes_per_s"]);
+    // device series per role, as the probes name them: device_<role>_<write|read>_bytes_per_s
+    const device = Object.keys(s).filter((k) => /^device_\w+_(write|read)_bytes_per_s$/.test(k)).sort();
+    const used = new Set(["tps", "latency_ms", "latency_max_ms", "wal_bytes_per_s", ...device]);
     lineChart("chart-tps", [line(s.tps, "tps", { line: { width: 1, color: "#9bb7d4" } }),
       line(d.ma10, "10-second moving average", { line: { width: 2.5, color: "#1f5fa8" } })], d);
     const lat = [line(s.latency_ms, "latency (ms)", { line: { color: "#6a3d9a" } }),
       line(s.latency_max_ms, "max latency (ms)", { line: { color: "#cab2d6", dash: "dot" } })];
     lineChart("chart-latency", lat, d);
     lineChart("chart-latency-log", lat.map((t) => t && Object.assign({}, t)), d, { type: "log", rangemode: "normal" });
-    lineChart("chart-io", [line(s.device_write_bytes_per_s, "device write MB/s", {}, 1e6),
-      line(s.device_read_bytes_per_s, "device read MB/s", {}, 1e6),
-      line(s.wal_bytes_per_s, "WAL MB/s", {}, 1e6)], d);
+    const deviceName = (k) => k.replace(/^device_/, "device ").replace(/_bytes_per_s$/, " MB/s").replace(/_/g, " ");
+    lineChart("chart-io", [...device.map((k) => line(s[k], deviceName(k), {}, 1e6)),
+      line(s.wal_bytes_per_s, "WAL MB/s (PostgreSQL)", {}, 1e6)], d);
     const cpu = Object.keys(s).filter((k) => k.startsWith("cpu_")).sort();
     cpu.forEach((k) => used.add(k));
     lineChart("chart-cpu", cpu.map((k) => line(s[k], k.replace(/^cpu_|_pct$/g, "") + " %")), d);
