@@ -77,12 +77,13 @@ class StorageRequest(Frozen):
     mkfs_options: tuple[str, ...] = ()
     path: str | None = None  # kind="dir": a directory; kind="device": a block device
     erase_confirmed: bool = False  # kind="device" only
+    fs: Literal["ext4", "xfs", "btrfs"] | None = None  # kind="device": what to make (ext4)
     wal: StorageRequest | None = None  # pg_wal on a storage of its own
     memory_limit_bytes: int | None = None
     drop_caches: bool = False
 
     def label(self) -> str:
-        parts: list[str] = [self.kind]
+        parts: list[str] = [self.kind if self.fs is None else f"{self.kind}:{self.fs}"]
         if self.block_size:
             parts.append(
                 f"{self.block_size // 1024}k" if self.block_size >= 1024 else f"{self.block_size}b"

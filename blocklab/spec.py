@@ -40,7 +40,8 @@ values (exit code 2), before anything is built or started.
 
 Storage tables take the keys of blocklab.model.StorageRequest: kind (dir, ext4, xfs,
 btrfs, device), block_size (file-system block, bytes or "4k"; a list expands into one
-storage per size), size_mb, mount_options, mkfs_options, path, erase_confirmed, wal (a
+storage per size), size_mb, mount_options, mkfs_options, path, erase_confirmed, fs (the
+file system blocklab makes on a kind = "device": ext4, xfs or btrfs; default ext4), wal (a
 storage table for pg_wal), memory_limit ("1GiB"), drop_caches. Kind-specific checks are
 blocklab.storage.validate's.
 
@@ -126,6 +127,7 @@ STORAGE_KEYS = (
     "mkfs_options",
     "path",
     "erase_confirmed",
+    "fs",
     "wal",
     "memory_limit",
     "drop_caches",
@@ -401,6 +403,8 @@ def _storage_requests(
     for key in ("erase_confirmed", "drop_caches"):
         if key in t:
             fields[key] = _bool(t[key], f"{path}.{key}")
+    if "fs" in t:
+        fields["fs"] = _choice(t["fs"], f"{path}.fs", ("ext4", "xfs", "btrfs"))
     if "memory_limit" in t:
         limit = parse_size(t["memory_limit"], f"{path}.memory_limit")
         if limit < 16 * 1024**2:
@@ -447,7 +451,7 @@ def _storage_flat(req: StorageRequest) -> Flat:
         label += f"+mem{_human_bytes(req.memory_limit_bytes)}"
     return {
         "storage": label,
-        "fs": req.kind,
+        "fs": req.fs or req.kind,
         "fs_block_size": req.block_size if req.block_size else "default",
     }
 

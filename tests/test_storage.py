@@ -264,6 +264,22 @@ def test_device_needs_confirmation_and_is_marked(
     assert [e.kind for e in state.entries()] == ["loop"]  # only the spare's own entry
 
 
+def test_device_gets_the_file_system_it_asks_for(paths: Paths, state: State, name: str) -> None:
+    image = paths.work / "images" / f"{name}-spare-xfs.img"
+    loopfs.create_image(image, 320 * MIB, state)  # xfs wants 300 MB at least
+    try:
+        spare = loopfs.attach(image, state)
+        req = StorageRequest(kind="device", path=spare, erase_confirmed=True, fs="xfs")
+        validate(req, paths=paths)
+        with provision(req, name=name, paths=paths, state=state, min_size_bytes=0) as prov:
+            assert prov.facts["data"]["fstype"] == "xfs"
+            assert f" {prov.data_dir.parent} xfs " in Path("/proc/mounts").read_text()
+    finally:
+        loopfs.detach_and_delete(image, state)
+    with pytest.raises(UserError, match="storage.fs: only for kind 'device'"):
+        validate(StorageRequest(kind="ext4", fs="xfs"), paths=paths)
+
+
 def test_device_with_foreign_file_system_is_refused(spare_device: str, paths: Paths) -> None:
     proc.run(["mkfs.ext4", "-q", "-F", "-L", "family-photos", spare_device])
     req = StorageRequest(kind="device", path=spare_device, erase_confirmed=True)

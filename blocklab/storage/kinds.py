@@ -107,9 +107,9 @@ class FsSpec:
     mkfs_options: tuple[str, ...]
 
 
-def fs_type(kind: str) -> str:
-    """The file system made for `kind` (kind 'device' gets ext4)."""
-    return "ext4" if kind == "device" else kind
+def fs_type(kind: str, fs: str | None = None) -> str:
+    """The file system made for `kind`: kind 'device' gets `fs`, ext4 by default."""
+    return (fs or "ext4") if kind == "device" else kind
 
 
 def check_mount_options(fstype: str, options: tuple[str, ...], key: str) -> None:

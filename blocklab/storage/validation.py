@@ -40,6 +40,11 @@ def validate(req: StorageRequest, *, paths: Paths, key: str = "storage") -> None
         raise UserError(
             f"{key}.kind: unknown kind {req.kind!r}; allowed: dir, ext4, xfs, btrfs, device"
         )
+    if req.fs is not None and req.kind != "device":
+        raise UserError(
+            f"{key}.fs: only for kind 'device'; for a loop device the kind names the file "
+            f"system (kind = {req.fs!r})"
+        )
     _validate_memory(req, key)
     if req.wal is not None:
         _validate_wal(req.wal, paths, f"{key}.wal")
@@ -86,7 +91,7 @@ def _validate_loop(req: StorageRequest, key: str) -> None:
 
 
 def _validate_fs(req: StorageRequest, paths: Paths, key: str) -> None:
-    fstype = fs_type(req.kind)
+    fstype = fs_type(req.kind, req.fs)
     if os.geteuid() != 0:
         raise UserError(f"{key}.kind: {req.kind!r} needs root (loop devices, mkfs, mount)")
     check_mount_options(fstype, req.mount_options, f"{key}.mount_options")

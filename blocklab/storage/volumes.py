@@ -170,7 +170,7 @@ def _fs_volume(
     vol: Volume, req: StorageRequest, name: str, paths: Paths, state: State, min_size_bytes: int
 ) -> None:
     spec = FsSpec(
-        fs_type(req.kind),
+        fs_type(req.kind, req.fs),
         req.block_size or DEFAULT_BLOCK_SIZE,
         tuple(req.mount_options),
         tuple(req.mkfs_options),
