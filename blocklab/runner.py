@@ -204,6 +204,8 @@ def run_one(
         raise
     except (BlocklabError, OSError) as e:
         acc.reason = acc.reason or f"{type(e).__name__}: {e}"
+        # a step after pgbench may fail because the server died just before: look again
+        acc.server_alive = acc.server_alive and target.cluster.alive()
     finally:
         _shutdown(target.cluster, acc)
         _copy_server_log(target.cluster.log_path, log_offset, raw_dir / "server.log")
@@ -417,12 +419,11 @@ def _record(
     target: RunTarget, label: RunLabel, acc: _Acc, started_at: str, ended_at: str
 ) -> RunRecord:
     report = pgbench.parse_report(acc.stdout)
-    reason = acc.reason or verdict(
-        acc.exit_code,
-        report,
-        server_alive=acc.server_alive,
-        errors=pgbench.parse_errors(acc.stderr),
-    )
+    measured = ""
+    if acc.exit_code is not None:  # the measured pgbench ran: its verdict comes first
+        errors = pgbench.parse_errors(acc.stderr)
+        measured = verdict(acc.exit_code, report, server_alive=acc.server_alive, errors=errors)
+    reason = "; ".join(r for r in (measured, acc.reason) if r)
     rec = RunRecord(
         experiment=label.experiment,
         variant_id=target.variant.variant_id,
