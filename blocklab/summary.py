@@ -5,6 +5,8 @@ blocklab.stats (pure)."""
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,10 +54,10 @@ class ExperimentSummary:
         return max(w for w in widths if w is not None)
 
 
-def metric_values(db: ResultsDB, experiment: str, variant_id: str, metric: str) -> dict[int, float]:
-    """round -> value for the variant's successful runs."""
+def round_values(db: ResultsDB, runs: Sequence[sqlite3.Row], metric: str) -> dict[int, float]:
+    """round -> value for the successful runs among `runs`."""
     out: dict[int, float] = {}
-    for r in db.runs(experiment, variant_id):
+    for r in runs:
         if r["status"] != "ok":
             continue
         value = r[metric] if metric in RUN_COLUMN_METRICS else db.metrics(r["id"]).get(metric)
@@ -67,22 +69,26 @@ def metric_values(db: ResultsDB, experiment: str, variant_id: str, metric: str) 
 def summarize_experiment(db: ResultsDB, name: str, metric: str = "tps") -> ExperimentSummary:
     exp = db.experiment(name)
     ref_id = exp["reference"]
-    rounds_done = len({r["round"] for r in db.runs(name)})
+    all_runs = db.runs(name)
+    rounds_done = len({r["round"] for r in all_runs})
     result = ExperimentSummary(name, metric, ref_id, exp["state"], exp["end_reason"], rounds_done)
     info = metric_info(metric)
-    labels = {v["variant_id"]: v["label"] for v in db.variants(name)}
-    for v in db.variants(name):
+    variants = db.variants(name)
+    labels = {v["variant_id"]: v["label"] for v in variants}
+    runs_of: dict[str, list[sqlite3.Row]] = {vid: [] for vid in labels}
+    for r in all_runs:
+        runs_of.setdefault(r["variant_id"], []).append(r)
+    values_of = {vid: round_values(db, runs, metric) for vid, runs in runs_of.items()}
+    for v in variants:
         vid = v["variant_id"]
         my_ref = v["reference_id"] or ref_id
-        runs = db.runs(name, vid)
-        failed = [r for r in runs if r["status"] != "ok"]
-        values = metric_values(db, name, vid, metric)
-        latencies = list(metric_values(db, name, vid, "latency_avg_ms").values())
+        failed = [r for r in runs_of[vid] if r["status"] != "ok"]
+        values = values_of[vid]
+        latencies = list(round_values(db, runs_of[vid], "latency_avg_ms").values())
         is_ref = my_ref is None or vid == my_ref
         comparison = None
         if not is_ref:
-            ref_values = metric_values(db, name, my_ref, metric)
-            comparison = compare(ref_values, values, info)
+            comparison = compare(values_of.get(my_ref, {}), values, info)
         result.variants.append(
             VariantSummary(
                 variant_id=vid,
