@@ -71,17 +71,6 @@ def _load(
     return exp
 
 
-def preflight(exp: Experiment, paths: Paths) -> None:
-    """Everything that can be checked before anything is built, created or started."""
-    from blocklab import build, storage
-
-    variants = exp.variants()
-    for req in {v.build for v in variants}:
-        build.validate(req)
-    for sreq in {v.storage for v in variants}:
-        storage.validate(sreq, paths=paths)
-
-
 def _positive(flag: str, value: int | float | None) -> None:
     if value is not None and value < 1:
         raise UserError(f"{flag}: must be at least 1 (got {value})")
@@ -135,7 +124,6 @@ def run_cmd(
     budget_s = _duration_s(time_budget, "--time-budget")
     paths = _paths(results)
     exp = _load(file, rounds, duration, scale, clients)
-    preflight(exp, paths)
     rule = StoppingRule(
         rounds=exp.rounds,
         until_ci_pct=until_ci if until_ci is not None else exp.until_ci_pct,
