@@ -45,10 +45,13 @@ class QuietProgress:
     def run_started(self, label: str, round_no: int, position: int) -> None:
         self.current = f"round {round_no} [{position + 1}] {label}"
 
-    def run_finished(self, record: RunRecord, elapsed_s: float) -> None:
+    def _count(self, elapsed_s: float) -> None:
         self.done += 1
         self.eta.durations.append(elapsed_s)
         self.eta.remaining = max(0, self.total - self.done)
+
+    def run_finished(self, record: RunRecord, elapsed_s: float) -> None:
+        self._count(elapsed_s)
         self.console.print(
             f"{self.done}/{self.total} {self.current}: {_describe(record)} "
             f"({elapsed_s:.0f} s; {self.eta.text()})",
@@ -91,9 +94,7 @@ class BarProgress(QuietProgress):
         self.bar.update(self.task, description=self.current)
 
     def run_finished(self, record: RunRecord, elapsed_s: float) -> None:
-        self.done += 1
-        self.eta.durations.append(elapsed_s)
-        self.eta.remaining = max(0, self.total - self.done)
+        self._count(elapsed_s)
         self.bar.console.print(f"  {self.current}: {_describe(record)}", highlight=False)
         self.bar.update(self.task, completed=self.done, eta=self.eta.text())
 
