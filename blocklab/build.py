@@ -40,6 +40,15 @@ BUILD_LOG_NAME = "blocklab-build.log"
 CONTRIB = ("pageinspect", "pgstattuple")
 TOOLS = ("postgres", "initdb", "pg_ctl", "pg_controldata", "pg_waldump", "psql", "pgbench")
 VERIFY_TIMEOUT_S = 120.0
+# A parent make (the README's `make demo`) exports these; PostgreSQL's Makefile.global
+# generates its headers only at MAKELEVEL 0, so a build must never inherit them.
+MAKE_VARIABLES = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "GNUMAKEFLAGS")
+# Variables configure and make read that change the binaries: part of the build key.
+COMPILER_VARIABLES = (
+    "CC", "CPP", "CFLAGS", "CPPFLAGS", "LDFLAGS", "LDFLAGS_EX", "LDFLAGS_SL", "LIBS",
+    "CXX", "CXXFLAGS", "CLANG", "LLVM_CONFIG", "BITCODE_CFLAGS", "BITCODE_CXXFLAGS",
+    "COPT", "PROFILE", "PKG_CONFIG_PATH", "PKG_CONFIG_LIBDIR",
+)  # fmt: skip
 
 
 # --- validation and key ----------------------------------------------------------------
@@ -98,8 +107,14 @@ def key_material(req: BuildRequest, spec: sources.SourceSpec) -> dict[str, Any]:
         "configure": configure_argv(req, Path("PREFIX"))[1:],
         "patches": [p["sha256"] for p in sources.patch_identity(req.patches)],
         "compiler": compiler_version(),
+        "environment": compiler_environment(),
         "contrib": list(CONTRIB),
     }
+
+
+def compiler_environment() -> dict[str, str]:
+    """The inherited variables that change what configure and make produce."""
+    return {k: os.environ[k] for k in COMPILER_VARIABLES if k in os.environ}
 
 
 def format_key(version: str, req: BuildRequest, material: dict[str, Any]) -> str:
@@ -205,7 +220,7 @@ def _compile_and_install(tree: Path, argv: list[str], log_path: Path, log: Log) 
         log(what)
         with open(log_path, "a") as f:
             f.write(f"\n$ {' '.join(cmd)}\n")
-        proc.run(cmd, cwd=tree, log_path=log_path, timeout_s=3 * 3600)
+        proc.run(cmd, cwd=tree, log_path=log_path, timeout_s=3 * 3600, unset=MAKE_VARIABLES)
 
     step("configure: " + " ".join(argv[1:]), argv)
     step(f"make -j{jobs} (server and tools)", ["make", f"-j{jobs}"])

@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +41,10 @@ class User:
     home: str
 
 
-def _env(env: Mapping[str, str] | None, user: User | None) -> dict[str, str]:
-    merged = dict(os.environ)
+def _env(
+    env: Mapping[str, str] | None, user: User | None, unset: Collection[str] = ()
+) -> dict[str, str]:
+    merged = {k: v for k, v in os.environ.items() if k not in unset}
     merged["LC_ALL"] = "C"
     merged["LANG"] = "C"
     if user is not None:
@@ -70,9 +72,11 @@ def run(
     input_text: str | None = None,
     check: bool = True,
     log_path: Path | None = None,
+    unset: Collection[str] = (),
 ) -> Result:
     """Run a command to completion. With `log_path`, stdout and stderr go to that file
-    (appended) instead of memory, and the returned output is the file's tail."""
+    (appended) instead of memory, and the returned output is the file's tail. Variables
+    named in `unset` are removed from the inherited environment."""
     args = [str(a) for a in argv]
     started = time.monotonic()
     log = open(log_path, "ab") if log_path is not None else None  # noqa: SIM115
@@ -80,7 +84,7 @@ def run(
         proc = subprocess.Popen(
             args,
             cwd=cwd,
-            env=_env(env, user),
+            env=_env(env, user, unset),
             stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
             stdout=log if log is not None else subprocess.PIPE,
             stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
