@@ -97,7 +97,6 @@ def verdict_text(c: stats.Comparison, info: MetricInfo) -> str:
         return c.verdict
     if info.key in SPEED_METRICS:
         return c.verdict
-    up = c.ci95_low is not None and c.ci95_low > 1
     if info.higher_is_better is None:
-        return "higher" if up else "lower"
-    return "better" if (up == info.higher_is_better) else "worse"
+        return "higher" if c.up else "lower"
+    return "better" if (c.up == info.higher_is_better) else "worse"

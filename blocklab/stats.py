@@ -7,14 +7,21 @@ Comparisons are paired by round: each round runs every variant once, in a fresh 
 order, so the per-round ratio other/reference cancels the drift that a shared machine
 puts on both. The confidence interval and the p-value come from a one-sample t-test on
 the per-round log ratios (equivalently a paired t-test on log values): the interval is
-for the geometric-mean ratio, exp(mean(log ratio)) x exp(+-t * se).
+for the geometric-mean ratio, exp(mean(log ratio)) x exp(+-t * se), and that geometric
+mean is the estimate printed beside it. When a round has a 0 on either side (bytes the
+background writer never wrote) no ratio exists: the comparison is then the paired
+difference other - reference in the metric's unit, never a ratio over fewer rounds.
+
+A variant's own interval is on the log scale when every value is positive (tps, bytes):
+the t interval of mean(log x), exponentiated, is the interval of the geometric mean and
+is never negative, however few the rounds.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scipy import special as _special  # t distribution; lighter to import than scipy.stats
@@ -25,7 +32,13 @@ FASTER = "faster"
 SLOWER = "slower"
 NO_DIFFERENCE = "no difference detected"
 TOO_FEW = "not enough paired rounds"
+UNDETERMINED = "undetermined"  # zero variance: no t statistic
 MIN_PAIRS = 2
+RATIO = "ratio"  # a comparison of other / reference
+DIFFERENCE = "difference"  # a comparison of other - reference, in the metric's unit
+GEOMETRIC_MEAN = "geometric mean"  # what a Summary's interval is for
+MEAN = "mean"
+_ZERO_SPREAD = 1e-12  # a stdev this small relative to the mean is rounding, not spread
 
 
 def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
@@ -49,17 +62,20 @@ class Summary:
     min: float
     median: float
     max: float
-    ci95_low: float | None  # 95 % CI of the mean via t; None when n < 2
+    ci95_low: float | None  # 95 % CI (of `ci_of`) via t; None when n < 2
     ci95_high: float | None
     cv: float | None  # stdev / mean; None when n < 2 or mean == 0
     noisy: bool
     advice: str  # empty unless noisy (or too few values to judge)
+    ci_of: str = ""  # GEOMETRIC_MEAN (every value > 0), MEAN, or "" without an interval
+    geo_mean: float | None = None  # None unless every value is positive
 
     @property
     def ci_half_width_pct(self) -> float | None:
-        if self.ci95_low is None or self.ci95_high is None or self.mean == 0:
+        centre = self.geo_mean if self.ci_of == GEOMETRIC_MEAN else self.mean
+        if self.ci95_low is None or self.ci95_high is None or not centre:
             return None
-        return (self.ci95_high - self.ci95_low) / 2 / abs(self.mean) * 100
+        return (self.ci95_high - self.ci95_low) / 2 / abs(centre) * 100
 
 
 def noisy_advice(cv: float, threshold: float = NOISY_CV) -> str:
@@ -71,7 +87,11 @@ def noisy_advice(cv: float, threshold: float = NOISY_CV) -> str:
 
 
 def summarize(values: Sequence[float], *, noisy_cv: float = NOISY_CV) -> Summary:
-    """n, mean, stdev, min, median, max, 95 % CI of the mean (t), coefficient of variation."""
+    """n, mean, stdev, min, median, max, 95 % CI, coefficient of variation.
+
+    The interval is of the geometric mean (t on the log values) when every value is
+    positive; with a 0 among non-negative values it is the t interval of the mean, cut
+    at 0 (the mean of a quantity that cannot be negative is not below 0)."""
     xs = [float(v) for v in values]
     if not xs:
         raise ValueError("summarize() needs at least one value")
@@ -80,6 +100,7 @@ def summarize(values: Sequence[float], *, noisy_cv: float = NOISY_CV) -> Summary
     n = len(xs)
     mean = statistics.fmean(xs)
     lo, mid, hi = min(xs), statistics.median(xs), max(xs)
+    geo = statistics.geometric_mean(xs) if lo > 0 else None
     if n < 2:
         advice = "one value: no spread or confidence interval; run more rounds"
         return Summary(
@@ -94,9 +115,10 @@ def summarize(values: Sequence[float], *, noisy_cv: float = NOISY_CV) -> Summary
             cv=None,
             noisy=False,
             advice=advice,
+            geo_mean=geo,
         )
     sd = statistics.stdev(xs)
-    half = t_quantile(n - 1) * sd / math.sqrt(n)
+    ci_of, (ci_low, ci_high) = _value_interval(xs)
     cv = sd / abs(mean) if mean != 0 else None
     noisy = cv is not None and cv > noisy_cv
     return Summary(
@@ -106,41 +128,72 @@ def summarize(values: Sequence[float], *, noisy_cv: float = NOISY_CV) -> Summary
         lo,
         mid,
         hi,
-        ci95_low=mean - half,
-        ci95_high=mean + half,
+        ci95_low=ci_low,
+        ci95_high=ci_high,
         cv=cv,
         noisy=noisy,
         advice=noisy_advice(cv, noisy_cv) if noisy and cv is not None else "",
+        ci_of=ci_of,
+        geo_mean=geo,
     )
+
+
+def _value_interval(xs: list[float]) -> tuple[str, tuple[float, float]]:
+    """(what the interval is of, (low, high)) for n >= 2 values."""
+    if min(xs) > 0:
+        centre, half = _t_half([math.log(x) for x in xs], CONFIDENCE)
+        return GEOMETRIC_MEAN, (math.exp(centre - half), math.exp(centre + half))
+    centre, half = _t_half(xs, CONFIDENCE)
+    low = centre - half
+    return MEAN, (max(low, 0.0) if min(xs) >= 0 else low, centre + half)
+
+
+def _t_half(xs: Sequence[float], confidence: float) -> tuple[float, float]:
+    """(mean, half-width of its t interval) for n >= 2 values."""
+    n = len(xs)
+    return statistics.fmean(xs), t_quantile(n - 1, confidence) * statistics.stdev(xs) / math.sqrt(n)
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """A variant against the reference, over the rounds where both have a value."""
+    """A variant against the reference, over the rounds where both have a value.
+
+    On the RATIO scale `estimate` is the geometric mean of the per-round ratios
+    other/reference, the centre of its interval; on the DIFFERENCE scale (a 0 in some
+    round, so no ratio exists) it is the mean of other - reference, in the metric's unit.
+    """
 
     n_pairs: int
-    ratio: float | None  # mean(other) / mean(reference) over the paired rounds
-    geo_ratio: float | None  # exp(mean of per-round log ratios): the CI's centre
-    ci95_low: float | None  # 95 % CI of the ratio (from the log ratios, via t)
+    scale: str  # RATIO or DIFFERENCE
+    estimate: float | None  # the interval's centre; None without a paired round
+    ci95_low: float | None  # 95 % CI on `scale` (t on the log ratios, or on the differences)
     ci95_high: float | None
-    p_value: float | None  # paired t-test on log values (= one-sample t on log ratios)
-    verdict: str  # FASTER, SLOWER, NO_DIFFERENCE or TOO_FEW
-    ci_half_width_pct: float | None  # (high - low) / 2 / geo_ratio, in percent
+    p_value: float | None  # paired t-test (on log values for a ratio)
+    verdict: str  # FASTER, SLOWER, NO_DIFFERENCE, UNDETERMINED or TOO_FEW
+    ci_half_width_pct: float | None  # half-width, % of the ratio or of the reference mean
     note: str = ""
 
     @property
+    def ratio(self) -> float | None:
+        return self.estimate if self.scale == RATIO else None
+
+    @property
     def gain_pct(self) -> float | None:
+        """The ratio's estimate as a change in percent: the centre of the ratio's CI."""
         return None if self.ratio is None else (self.ratio - 1) * 100
 
+    @property
+    def difference(self) -> float | None:
+        return self.estimate if self.scale == DIFFERENCE else None
 
-def paired_rounds(
-    ref: Mapping[int, float], other: Mapping[int, float]
-) -> tuple[list[int], list[int]]:
-    """Rounds with a positive value on both sides, and rounds dropped for a value <= 0."""
-    common = sorted(set(ref) & set(other))
-    kept = [r for r in common if ref[r] > 0 and other[r] > 0]
-    dropped = [r for r in common if r not in kept]
-    return kept, dropped
+    @property
+    def up(self) -> bool:
+        """True when the whole interval lies above "no change" (1 for a ratio, 0 else)."""
+        return self.ci95_low is not None and self.ci95_low > _no_change(self.scale)
+
+
+def _no_change(scale: str) -> float:
+    return 1.0 if scale == RATIO else 0.0
 
 
 def compare_paired(
@@ -152,62 +205,73 @@ def compare_paired(
 ) -> Comparison:
     """Compare `other` with `ref`, both round -> value. Unpaired rounds are ignored.
 
-    The verdict is FASTER (SLOWER) when the whole CI of the ratio lies above (below) 1
-    for a higher-is-better metric such as tps; NO_DIFFERENCE otherwise, which means
-    "not detected at this precision", not "equal".
+    The verdict is FASTER (SLOWER) when the whole CI lies above (below) no change for a
+    higher-is-better metric such as tps; NO_DIFFERENCE otherwise, which means "not
+    detected at this precision", not "equal"; UNDETERMINED when every round gave exactly
+    the same ratio (or difference), where a t-test has nothing to go on.
     """
-    rounds, dropped = paired_rounds(ref, other)
-    note = f"rounds {dropped} dropped: a value <= 0 has no log ratio" if dropped else ""
-    n = len(rounds)
-    if n == 0:
-        return Comparison(0, None, None, None, None, None, TOO_FEW, None, note)
+    rounds = sorted(set(ref) & set(other))
+    if not rounds:
+        return Comparison(0, RATIO, None, None, None, None, TOO_FEW, None, "no paired round")
     a = [ref[r] for r in rounds]
     b = [other[r] for r in rounds]
-    ratio = statistics.fmean(b) / statistics.fmean(a)
-    logs = [math.log(y / x) for x, y in zip(a, b, strict=True)]
-    geo = math.exp(statistics.fmean(logs))
+    note = _no_ratio_note(rounds, a, b)
+    scale = DIFFERENCE if note else RATIO
+    samples = [y - x for x, y in zip(a, b, strict=True)] if note else _log_ratios(a, b)
+    back = _back(scale)
+    n = len(rounds)
+    centre = statistics.fmean(samples)
     if n < MIN_PAIRS:
         note = _join(note, f"{n} paired round: need at least {MIN_PAIRS} for a CI")
-        return Comparison(n, ratio, geo, None, None, None, TOO_FEW, None, note)
-    return _t_comparison(logs, ratio, geo, higher_is_better, confidence, note)
+        return Comparison(n, scale, back(centre), None, None, None, TOO_FEW, None, note)
+    sd = statistics.stdev(samples)
+    if sd <= _ZERO_SPREAD * max(1.0, abs(centre)):
+        note = _join(note, _zero_variance_note(scale, a, b))
+        return Comparison(n, scale, back(centre), None, None, None, UNDETERMINED, None, note)
+    half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
+    low, high = back(centre - half), back(centre + half)
+    p = two_sided_p(centre / (sd / math.sqrt(n)), n - 1)
+    verdict = _verdict(low, high, _no_change(scale), higher_is_better)
+    base = back(centre) if scale == RATIO else statistics.fmean(a)
+    width = (high - low) / 2 / base * 100 if base > 0 else None
+    return Comparison(n, scale, back(centre), low, high, p, verdict, width, note)
 
 
-def _t_comparison(
-    logs: list[float],
-    ratio: float,
-    geo: float,
-    higher_is_better: bool,
-    confidence: float,
-    note: str,
-) -> Comparison:
-    n = len(logs)
-    mean_log = statistics.fmean(logs)
-    se = statistics.stdev(logs) / math.sqrt(n)
-    if se == 0:
-        return _zero_variance(n, ratio, geo, mean_log, higher_is_better, note)
-    half_log = t_quantile(n - 1, confidence) * se
-    low, high = math.exp(mean_log - half_log), math.exp(mean_log + half_log)
-    p = two_sided_p(mean_log / se, n - 1)
-    verdict = _verdict(low, high, higher_is_better)
-    width = (high - low) / 2 / geo * 100
-    return Comparison(n, ratio, geo, low, high, p, verdict, width, note)
+def _log_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    return [math.log(y / x) for x, y in zip(a, b, strict=True)]
 
 
-def _zero_variance(
-    n: int, ratio: float, geo: float, mean_log: float, higher_is_better: bool, note: str
-) -> Comparison:
-    """Every round gave exactly the same ratio: the t statistic is undefined."""
-    note = _join(note, "the per-round ratio is identical in every round (zero variance)")
-    if mean_log == 0:
-        return Comparison(n, ratio, geo, geo, geo, 1.0, NO_DIFFERENCE, 0.0, note)
-    verdict = _verdict(geo, geo, higher_is_better)
-    return Comparison(n, ratio, geo, geo, geo, 0.0, verdict, 0.0, note)
+def _back(scale: str) -> Callable[[float], float]:
+    """From the scale the t-test works on back to the reported one."""
+    return math.exp if scale == RATIO else float
 
 
-def _verdict(low: float, high: float, higher_is_better: bool) -> str:
-    if low > 1:
+def _no_ratio_note(rounds: Sequence[int], a: Sequence[float], b: Sequence[float]) -> str:
+    """Empty when every round has a positive value on both sides, else why there is no ratio."""
+    ref_zero = [r for r, x in zip(rounds, a, strict=True) if x <= 0]
+    other_zero = [r for r, y in zip(rounds, b, strict=True) if y <= 0]
+    if not ref_zero and not other_zero:
+        return ""
+    where = [f"the reference is {_zero_or_less(a)} in rounds {ref_zero}"] if ref_zero else []
+    if other_zero:
+        where.append(f"this variant is {_zero_or_less(b)} in rounds {other_zero}")
+    return f"no ratio: {' and '.join(where)}; compared as the difference (variant - reference) in its unit"
+
+
+def _zero_or_less(xs: Sequence[float]) -> str:
+    return "0" if min(xs) == 0 else "<= 0"
+
+
+def _zero_variance_note(scale: str, a: Sequence[float], b: Sequence[float]) -> str:
+    if scale == DIFFERENCE and not any(a) and not any(b):
+        return "both are 0 in every round: nothing to compare"
+    return f"the per-round {scale} is identical in every round (zero variance): no t-test"
+
+
+def _verdict(low: float, high: float, no_change: float, higher_is_better: bool) -> str:
+    if low > no_change:
         return FASTER if higher_is_better else SLOWER
-    if high < 1:
+    if high < no_change:
         return SLOWER if higher_is_better else FASTER
     return NO_DIFFERENCE
 

@@ -11,13 +11,14 @@ from blocklab.report.data import load_experiment
 from blocklab.store import ResultsDB, RunRecord
 from blocklab.summary import summarize_experiment
 
-# variant -> (clients, wal_kb, tps per round); the 4 kB WAL variant is 10 % up on its
-# own client count's reference in every round.
+# variant -> (clients, wal_kb, tps per round); the 4 kB WAL variant is about 10 % up on
+# its own client count's reference in every round (not exactly: zero variance would be
+# "undetermined").
 VARIANTS = {
     "w8c1": (1, 8, [100.0, 110.0, 90.0, 105.0]),
-    "w4c1": (1, 4, [110.0, 121.0, 99.0, 115.5]),
+    "w4c1": (1, 4, [110.5, 120.5, 99.2, 115.4]),
     "w8c8": (8, 8, [700.0, 650.0, 720.0, 680.0]),
-    "w4c8": (8, 4, [770.0, 715.0, 792.0, 748.0]),
+    "w4c8": (8, 4, [771.0, 714.0, 792.5, 747.5]),
 }
 REFERENCES = {"w8c1": "w8c1", "w4c1": "w8c1", "w8c8": "w8c8", "w4c8": "w8c8"}
 
@@ -52,7 +53,7 @@ def test_summary_compares_within_each_group(db: ResultsDB) -> None:
     assert s["w8c1"].is_reference and s["w8c8"].is_reference
     for vid in ("w4c1", "w4c8"):
         c = s[vid].comparison
-        assert c is not None and c.geo_ratio == pytest.approx(1.10)
+        assert c is not None and c.ratio == pytest.approx(1.10, abs=0.005)
         assert c.verdict == "faster"
     assert s["w4c8"].reference_label == "w8c8"
 
@@ -67,4 +68,4 @@ def test_report_uses_the_same_references_as_the_summary(db: ResultsDB) -> None:
             assert cell.comparison is None
         else:
             assert cell.comparison is not None
-            assert cell.comparison.geo_ratio == pytest.approx(summary[vid].comparison.geo_ratio)
+            assert cell.comparison.ratio == pytest.approx(summary[vid].comparison.ratio)

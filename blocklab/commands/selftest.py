@@ -93,7 +93,7 @@ def overhead(
         f"PostgreSQL {inst.version} ({inst.key}), {pairs} pairs x {duration_s} s, "
         f"{clients} clients, sampler every {interval_s:g} s"
     )
-    click.echo(f"instrumented/bare tps ratio: {c.ratio:.4f} (geometric {c.geo_ratio:.4f})")
+    click.echo(f"instrumented/bare tps ratio (geometric mean): {c.estimate:.4f}")
     click.echo(f"95 % CI of the ratio: {ci}  p={c.p_value if c.p_value is not None else 'n/a'}")
     click.echo(f"samples per instrumented run: {res.samples_per_run}")
     click.echo(f"target >= {TARGET_RATIO}: {res.verdict()}")
