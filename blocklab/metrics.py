@@ -7,6 +7,7 @@ name, with a unit guessed from its suffix and no direction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from blocklab import stats
@@ -80,6 +81,11 @@ def _unit_from_name(key: str) -> str:
         if key.endswith(suffix) or f"{suffix}_per_" in key:
             return unit
     return ""
+
+
+def summarize(values: Sequence[float], info: MetricInfo) -> stats.Summary:
+    """A variant's statistics; a fraction's interval stays within 0 .. 1."""
+    return stats.summarize(values, at_most=1.0 if info.unit == "fraction" else None)
 
 
 def compare(

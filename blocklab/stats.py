@@ -86,12 +86,15 @@ def noisy_advice(cv: float, threshold: float = NOISY_CV) -> str:
     )
 
 
-def summarize(values: Sequence[float], *, noisy_cv: float = NOISY_CV) -> Summary:
+def summarize(
+    values: Sequence[float], *, noisy_cv: float = NOISY_CV, at_most: float | None = None
+) -> Summary:
     """n, mean, stdev, min, median, max, 95 % CI, coefficient of variation.
 
     The interval is of the geometric mean (t on the log values) when every value is
-    positive; with a 0 among non-negative values it is the t interval of the mean, cut
-    at 0 (the mean of a quantity that cannot be negative is not below 0)."""
+    positive; with a 0 among non-negative values, or for a bounded quantity (`at_most`,
+    1 for a fraction), it is the t interval of the mean cut to the bounds (the mean of a
+    quantity that cannot be negative is not below 0)."""
     xs = [float(v) for v in values]
     if not xs:
         raise ValueError("summarize() needs at least one value")
@@ -118,7 +121,7 @@ def summarize(values: Sequence[float], *, noisy_cv: float = NOISY_CV) -> Summary
             geo_mean=geo,
         )
     sd = statistics.stdev(xs)
-    ci_of, (ci_low, ci_high) = _value_interval(xs)
+    ci_of, (ci_low, ci_high) = _value_interval(xs, at_most)
     cv = sd / abs(mean) if mean != 0 else None
     noisy = cv is not None and cv > noisy_cv
     return Summary(
@@ -138,14 +141,15 @@ def summarize(values: Sequence[float], *, noisy_cv: float = NOISY_CV) -> Summary
     )
 
 
-def _value_interval(xs: list[float]) -> tuple[str, tuple[float, float]]:
+def _value_interval(xs: list[float], at_most: float | None) -> tuple[str, tuple[float, float]]:
     """(what the interval is of, (low, high)) for n >= 2 values."""
-    if min(xs) > 0:
+    if min(xs) > 0 and at_most is None:
         centre, half = _t_half([math.log(x) for x in xs], CONFIDENCE)
         return GEOMETRIC_MEAN, (math.exp(centre - half), math.exp(centre + half))
     centre, half = _t_half(xs, CONFIDENCE)
-    low = centre - half
-    return MEAN, (max(low, 0.0) if min(xs) >= 0 else low, centre + half)
+    low, high = centre - half, centre + half
+    low = max(low, 0.0) if min(xs) >= 0 else low
+    return MEAN, (low, high if at_most is None else min(high, at_most))
 
 
 def _t_half(xs: Sequence[float], confidence: float) -> tuple[float, float]:
@@ -255,7 +259,8 @@ def _no_ratio_note(rounds: Sequence[int], a: Sequence[float], b: Sequence[float]
     where = [f"the reference is {_zero_or_less(a)} in rounds {ref_zero}"] if ref_zero else []
     if other_zero:
         where.append(f"this variant is {_zero_or_less(b)} in rounds {other_zero}")
-    return f"no ratio: {' and '.join(where)}; compared as the difference (variant - reference) in its unit"
+    how = "compared as the difference (variant - reference) in its unit"
+    return f"no ratio: {' and '.join(where)}; {how}"
 
 
 def _zero_or_less(xs: Sequence[float]) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blocklab import stats
-from blocklab.metrics import RUN_COLUMN_METRICS, compare, metric_info, verdict_text
+from blocklab.metrics import RUN_COLUMN_METRICS, compare, metric_info, summarize, verdict_text
 from blocklab.store import ResultsDB
 
 
@@ -52,6 +52,9 @@ class ExperimentSummary:
         if not others or len(widths) < len(others) or any(w is None for w in widths):
             return None
         return max(w for w in widths if w is not None)
+
+
+LATENCY = metric_info("latency_avg_ms")
 
 
 def round_values(db: ResultsDB, runs: Sequence[sqlite3.Row], metric: str) -> dict[int, float]:
@@ -99,10 +102,12 @@ def summarize_experiment(db: ResultsDB, name: str, metric: str = "tps") -> Exper
                 n_failed=len(failed),
                 failure_reasons=[f"round {r['round']}: {r['reason']}" for r in failed],
                 values=values,
-                summary=stats.summarize(list(values.values())) if values else None,
+                summary=summarize(list(values.values()), info) if values else None,
                 comparison=comparison,
                 verdict=verdict_text(comparison, info) if comparison else "",
-                latency_avg_ms=stats.summarize(latencies) if latencies else None,
+                latency_avg_ms=summarize(latencies, metric_info("latency_avg_ms"))
+                if latencies
+                else None,
             )
         )
     return result

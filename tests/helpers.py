@@ -1,4 +1,4 @@
-"""Helpers shared by tests: throwaway servers and waiting on a child's output."""
+"""Helpers shared by tests: throwaway servers, waiting on a child's output, small results."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from blocklab.cluster import Cluster, server_user
 from blocklab.installation import Installation
 from blocklab.paths import Paths
 from blocklab.state import State
+from blocklab.store import ResultsDB
 
 
 def scratch_cluster(paths: Paths, inst: Installation, group: str) -> Cluster:
@@ -62,3 +63,24 @@ def first_line(path: Path, pid: int, timeout_s: float, what: str) -> str:
             raise AssertionError(f"the child died: {text}")
         time.sleep(0.1)
     raise AssertionError(f"the child did not {what} in time")
+
+
+def small_experiment(
+    db: ResultsDB,
+    name: str,
+    reference: str,
+    variants: list[tuple[str, str, str, dict[str, object]]],
+    references: dict[str, str] | None = None,
+) -> None:
+    """An experiment with hand-written variants, for runs recorded by the test itself."""
+    db.upsert_experiment(
+        name,
+        description="",
+        spec={"name": name},
+        seed=1,
+        reference=reference,
+        created_at="2026-11-22T00:00:00+00:00",
+        host={},
+        variants=variants,
+        references=references,
+    )

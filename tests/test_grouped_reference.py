@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import small_experiment
 
 from blocklab.report.data import load_experiment
 from blocklab.store import ResultsDB, RunRecord
@@ -26,20 +27,11 @@ REFERENCES = {"w8c1": "w8c1", "w4c1": "w8c1", "w8c8": "w8c8", "w4c8": "w8c8"}
 @pytest.fixture
 def db(tmp_path: Path):  # type: ignore[no-untyped-def]
     with ResultsDB(tmp_path / "results") as d:
-        d.upsert_experiment(
-            "grouped",
-            description="",
-            spec={"name": "grouped"},
-            seed=1,
-            reference="w8c1",
-            created_at="2026-11-22T00:00:00+00:00",
-            host={},
-            variants=[
-                (vid, vid, "{}", {"clients": c, "wal_block_size_kb": w})
-                for vid, (c, w, _) in VARIANTS.items()
-            ],
-            references=REFERENCES,
-        )
+        variants = [
+            (vid, vid, "{}", {"clients": c, "wal_block_size_kb": w})
+            for vid, (c, w, _) in VARIANTS.items()
+        ]
+        small_experiment(d, "grouped", "w8c1", variants, REFERENCES)
         for vid, (_, _, values) in VARIANTS.items():
             for rnd, tps in enumerate(values, start=1):
                 d.record_run(

@@ -10,11 +10,9 @@ from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from blocklab.console import console
 from blocklab.errors import UserError
-from blocklab.metrics import metric_info
 from blocklab.paths import Paths
 
 if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a command runs
@@ -23,7 +21,6 @@ if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a comm
     from blocklab.model import Variant
     from blocklab.spec import Experiment
     from blocklab.store import ResultsDB
-    from blocklab.summary import ExperimentSummary
 
 RESULTS_HELP = "results directory (default: $BLOCKLAB_RESULTS, else $BLOCKLAB_HOME/results)"
 
@@ -120,6 +117,7 @@ def run_cmd(
     from blocklab.experiment import StoppingRule
     from blocklab.store import ResultsDB
     from blocklab.summary import summarize_experiment
+    from blocklab.summary_table import print_summary
 
     budget_s = _duration_s(time_budget, "--time-budget")
     paths = _paths(results)
@@ -216,84 +214,6 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _pm(mean: float, stdev: float | None) -> str:
-    return f"{mean:.1f} ± {stdev:.1f}" if stdev is not None else f"{mean:.1f}"
-
-
-def print_summary(console: Console, s: ExperimentSummary) -> None:
-    info = metric_info(s.metric)
-    title = f"{s.name}: {info.label} ({info.unit}) per variant, {s.rounds_done} rounds"
-    table = Table(title=title)
-    for col in (
-        "variant",
-        "n",
-        "mean ± stdev",
-        "min",
-        "median",
-        "max",
-        "95 % CI",
-        "vs reference (95 % CI)",
-        "verdict",
-        "latency ms",
-        "failed",
-    ):
-        table.add_column(col, justify="left" if col in ("variant", "verdict") else "right")
-    advice: list[str] = []
-    refs = {v.reference_label for v in s.variants if not v.is_reference}
-    for v in s.variants:
-        st = v.summary
-        if st is None:
-            table.add_row(
-                v.label,
-                "0",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "no successful run",
-                "-",
-                str(v.n_failed),
-            )
-            continue
-        ci = f"{st.ci95_low:.1f} – {st.ci95_high:.1f}" if st.ci95_low is not None else "-"
-        if v.is_reference:
-            gain, verdict = "reference", ""
-        elif v.comparison is None or v.comparison.gain_pct is None:
-            gain, verdict = "-", "too few paired rounds"
-        else:
-            c = v.comparison
-            gain = f"{c.gain_pct:+.1f} %"
-            if c.ci95_low is not None and c.ci95_high is not None:
-                gain += f" ({(c.ci95_low - 1) * 100:+.1f} … {(c.ci95_high - 1) * 100:+.1f})"
-            verdict = v.verdict
-            if v.reference_label and len(refs) > 1:
-                verdict += f" vs {v.reference_label}"
-        lat = v.latency_avg_ms.mean if v.latency_avg_ms else None
-        table.add_row(
-            v.label,
-            str(st.n),
-            _pm(st.mean, st.stdev),
-            f"{st.min:.1f}",
-            f"{st.median:.1f}",
-            f"{st.max:.1f}",
-            ci,
-            gain,
-            verdict,
-            f"{lat:.3f}" if lat is not None else "-",
-            str(v.n_failed),
-        )
-        if st.noisy:
-            advice.append(f"{v.label}: noisy (CV {(st.cv or 0) * 100:.1f} %): {st.advice}")
-        advice.extend(f"{v.label}: failed run, {reason}" for reason in v.failure_reasons)
-    console.print(table)
-    for line in advice:
-        console.print(f"  ! {line}", highlight=False)
-    if s.end_reason:
-        console.print(f"  ended: {s.end_reason}", highlight=False)
-
-
 @click.command("summary")
 @click.argument("experiment", required=False)
 @click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
@@ -307,6 +227,7 @@ def summary_cmd(experiment: str | None, results: Path | None, metric: str) -> No
     """The table: n, mean ± stdev, min, median, max, CI and gain against the reference."""
     from blocklab.store import ResultsDB
     from blocklab.summary import summarize_experiment
+    from blocklab.summary_table import print_summary
 
     paths = _paths(results)
     if not paths.results.is_dir():

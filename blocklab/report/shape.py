@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from blocklab import stats
-from blocklab.metrics import KNOWN_METRICS, MetricInfo, compare, metric_info, verdict_text
+from blocklab.metrics import (
+    KNOWN_METRICS,
+    MetricInfo,
+    compare,
+    metric_info,
+    summarize,
+    verdict_text,
+)
 
 Point = tuple[float, float | None]
 Scalar = str | int | float | bool
@@ -143,7 +150,7 @@ def cell_stats(
     clean = {r: v for r, v in values.items() if v is not None and math.isfinite(v)}
     if not clean:
         return None
-    summary = stats.summarize(list(clean.values()))
+    summary = summarize(list(clean.values()), info)
     if ref_values is None:
         return CellStats(summary, None, "reference" if is_reference else "")
     comp = compare(dict(ref_values), clean, info)
