@@ -248,6 +248,13 @@ def test_heatmap_metric_switch_and_cell_click(site: Path, page: Page) -> None:
     assert not p.locator("table.summary[data-metric='tps']").is_visible()
     title = p.locator("#heatmap .cbtitle").text_content() or ""
     assert "WAL bytes per transaction" in title
+    # both block sizes on the axes in one unit: fs blocks 1024 / 4096 read as kB like pages
+    axes = p.evaluate(
+        "(() => { const t = document.getElementById('heatmap').data[0]; return [t.x, t.y]; })()"
+    )
+    assert axes == [["1 kB", "4 kB"], ["4 kB", "8 kB", "16 kB"]]
+    ticks = p.locator("#heatmap .xtick text").all_text_contents()
+    assert ticks == ["1 kB", "4 kB"]
     box = p.locator("#heatmap .nsewdrag").first.bounding_box()
     assert box is not None
     p.mouse.click(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * 0.2)

@@ -193,6 +193,45 @@ def test_experiment_page_summary_matches_stats_and_lists_the_failure(
     assert ref_json["stats"]["tps"]["mean"] == pytest.approx(s.mean, rel=1e-5)
 
 
+def test_dimension_values_carry_their_units() -> None:
+    assert shape.dim_label("block_size_kb", 4) == "4 kB"
+    assert shape.dim_label("wal_block_size_kb", 16) == "16 kB"
+    assert [shape.dim_label("fs_block_size", b) for b in (1024, 4096, 65536)] == [
+        "1 kB",
+        "4 kB",
+        "64 kB",
+    ]
+    assert shape.dim_label("fs_block_size", "default") == "default"
+    assert shape.dim_label("storage", "ext4-4k") == "ext4-4k"
+    assert shape.dim_label("clients", 8) == "8"
+    assert shape.dim_label("duration_s", 60) == "60 s"
+
+
+def test_pages_label_both_block_sizes_in_kb(results: Path, site: Path) -> None:
+    from blocklab.report.site import grid_json
+
+    with ResultsDB(results, create=False) as db:
+        exp = load_experiment(db, "synthetic-geometry")
+    html = (site / "e" / "synthetic-geometry" / "index.html").read_text()
+    page_data = json.loads(re.search(r'id="page-data">(.*?)</script>', html, re.S).group(1))  # type: ignore[union-attr]
+    assert page_data["dimLabels"]["fs_block_size"] == {"1024": "1 kB", "4096": "4 kB"}
+    assert page_data["dimLabels"]["block_size_kb"] == {"4": "4 kB", "8": "8 kB", "16": "16 kB"}
+    assert "fs_block_size=1 kB" in html and "fs_block_size=1024" not in html
+    grid = grid_json(exp, {})
+    assert (grid["xl"], grid["yl"]) == (["1 kB", "4 kB"], ["4 kB", "8 kB", "16 kB"])
+
+
+def test_a_comparison_without_a_ratio_reads_as_a_difference() -> None:
+    info = metric_info("bgwriter_write_bytes_per_xact")
+    cell = shape.cell_stats({1: 1024.0, 2: 8192.0, 3: 2048.0}, {1: 0.0, 2: 4096.0, 3: 0.0}, info)
+    assert cell is not None and cell.comparison is not None
+    text = shape.vs_reference(cell.comparison, info.unit)
+    assert text.startswith("+2.33 kB (") and "1.0" not in text.split(" (")[0]
+    ratio = shape.cell_stats({1: 110.0, 2: 121.5}, {1: 100.0, 2: 110.0}, metric_info("tps"))
+    assert ratio is not None and ratio.comparison is not None
+    assert shape.vs_reference(ratio.comparison, "transactions/s").startswith("1.10")
+
+
 def test_compare_offers_each_storage_of_an_experiment(results: Path) -> None:
     with ResultsDB(results, create=False) as db:
         exps = [load_experiment(db, e["name"]) for e in db.experiments()]

@@ -20,6 +20,7 @@ from blocklab.metrics import (
     summarize,
     verdict_text,
 )
+from blocklab.units import fmt_difference, fmt_size
 
 Point = tuple[float, float | None]
 Scalar = str | int | float | bool
@@ -51,6 +52,26 @@ def dimension_values(variant_dims: Sequence[Mapping[str, Any]]) -> dict[str, lis
             if v not in vals:
                 vals.append(v)
     return {k: sorted(vs, key=value_key) for k, vs in out.items()}
+
+
+def dim_label(dim: str, value: Any) -> str:
+    """A dimension's value in its unit, alike for every size: block_size_kb 4 and
+    fs_block_size 4096 both read '4 kB'; anything without a unit reads as it is."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if dim == "fs_block_size" or dim.endswith("_bytes"):
+        return fmt_size(int(value))
+    for suffix, size in (("_kb", 1024), ("_mb", 1024**2)):
+        if dim.endswith(suffix):
+            return fmt_size(int(value * size))
+    if dim.endswith("_s"):
+        return f"{value:g} s"
+    return str(value)
+
+
+def dim_labels(dims: Mapping[str, Sequence[Any]]) -> dict[str, dict[str, str]]:
+    """dimension -> str(value) -> label, for the pages' scripts."""
+    return {k: {str(v): dim_label(k, v) for v in vals} for k, vals in dims.items()}
 
 
 def default_axes(dims: Sequence[str]) -> tuple[str | None, str | None]:
@@ -155,6 +176,20 @@ def cell_stats(
         return CellStats(summary, None, "reference" if is_reference else "")
     comp = compare(dict(ref_values), clean, info)
     return CellStats(summary, comp, verdict_text(comp, info))
+
+
+def vs_reference(c: stats.Comparison, unit: str) -> str:
+    """'1.073 (1.063 – 1.084)' for a ratio; a signed difference in the unit without one."""
+    if c.scale == stats.RATIO:
+        text = "–" if c.ratio is None else f"{c.ratio:.3f}"
+        if c.ci95_low is not None and c.ci95_high is not None:
+            text += f" ({c.ci95_low:.3f} – {c.ci95_high:.3f})"
+        return text
+    text = fmt_difference(c.difference, unit)
+    if c.ci95_low is not None and c.ci95_high is not None:
+        lo, hi = fmt_difference(c.ci95_low, unit), fmt_difference(c.ci95_high, unit)
+        text += f" ({lo} – {hi})"
+    return text
 
 
 def fmt_num(x: float | None) -> str:

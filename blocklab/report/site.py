@@ -154,7 +154,9 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["num"] = shape.fmt_num
     env.filters["when"] = shape.fmt_when
+    env.filters["dim"] = lambda value, dim: shape.dim_label(dim, value)
     env.filters["ratio"] = lambda x: "–" if x is None else f"{x:.3f}"
+    env.filters["vs"] = shape.vs_reference
     env.filters["pval"] = lambda x: "–" if x is None else ("< 0.001" if x < 0.001 else f"{x:.3f}")
     env.policies["json.dumps_kwargs"] = {"sort_keys": False, "default": str}
     return env
@@ -340,7 +342,7 @@ def _r(x: float | None) -> float | None:
     return None if x is None else float(f"{x:.6g}")
 
 
-def stat_json(cell: shape.CellStats) -> dict[str, Any]:
+def stat_json(cell: shape.CellStats, unit: str = "") -> dict[str, Any]:
     s, c = cell.summary, cell.comparison
     return {
         "n": s.n,
@@ -353,16 +355,19 @@ def stat_json(cell: shape.CellStats) -> dict[str, Any]:
         "rlo": _r(c.ci95_low) if c else None,
         "rhi": _r(c.ci95_high) if c else None,
         "p": _r(c.p_value) if c else None,
+        "vs": shape.vs_reference(c, unit) if c else None,
         "verdict": cell.verdict,
     }
 
 
 def experiment_json(exp: ExperimentView, page: str = "") -> dict[str, Any]:
     """Per-variant numbers for the heatmaps; hrefs relative to `page`'s directory."""
+    units = {m.key: m.unit for m in exp.metrics}
     return {
         "name": exp.name,
         "page": page or "index.html",
         "dimValues": exp.dims,
+        "dimLabels": shape.dim_labels(exp.dims),
         "axes": list(exp.axes),
         "metrics": [{"key": m.key, "label": m.label, "unit": m.unit} for m in exp.metrics],
         "variants": [
@@ -372,7 +377,7 @@ def experiment_json(exp: ExperimentView, page: str = "") -> dict[str, Any]:
                 "dims": v.dims,
                 "ref": v.is_reference,
                 "href": f"{page}#runs-{v.variant_id}",
-                "stats": {k: stat_json(c) for k, c in v.cells.items()},
+                "stats": {k: stat_json(c, units[k]) for k, c in v.cells.items()},
             }
             for v in exp.variants
         ],
@@ -387,7 +392,7 @@ def compare_items(exp: ExperimentView, index: int) -> list[dict[str, Any]]:
     free = shape.free_dims(dims, axes)
     out = []
     for filt in shape.slices(dims, free) if free else [{}]:
-        suffix = ", ".join(f"{k}={v}" for k, v in filt.items())
+        suffix = ", ".join(f"{k}={shape.dim_label(k, v)}" for k, v in filt.items())
         title = f"{exp.name} — {suffix}" if suffix else exp.name
         out.append({"title": title, "experiment": index, "axes": axes, "filters": filt})
     return out
@@ -455,6 +460,8 @@ def grid_json(
         "y": y,
         "xs": [str(v) for v in dims.get(x, [])] if x else [],
         "ys": [str(v) for v in dims.get(y, [])] if y else [],
+        "xl": [shape.dim_label(x, v) for v in dims.get(x, [])] if x else [],
+        "yl": [shape.dim_label(y, v) for v in dims.get(y, [])] if y else [],
         "cells": list(cells.values()),
         "colors": colors,
         "ymax": max(values, default=1.0) * 1.05,

@@ -62,6 +62,12 @@
     return rest;
   }
 
+  // A dimension's value as the pages print it, in its unit ("4 kB" for 4 and for 4096).
+  function dimLabel(exp, dim, value) {
+    const labels = (exp.dimLabels || {})[dim] || {};
+    return labels[value] !== undefined ? labels[value] : value;
+  }
+
   function matches(v, filters) {
     return Object.keys(filters).every((k) => String(v.dims[k]) === String(filters[k]));
   }
@@ -85,16 +91,17 @@
       z[i][j] = s.mean;
       hover[i][j] = cellHover(v, s, m);
     }
-    return { xs, ys, z, hover, links };
+    const xl = xs.map((s) => (x ? dimLabel(exp, x, s) : s));
+    const yl = ys.map((s) => (y ? dimLabel(exp, y, s) : s));
+    return { xs, ys, xl, yl, z, hover, links };
   }
 
   function cellHover(v, s, m) {
     let t = "<b>" + v.label + "</b><br>" + m.label + ": " + fmt(s.mean) + (m.unit ? " " + m.unit : "");
     t += s.lo !== null ? "<br>95 % CI " + fmt(s.lo) + " – " + fmt(s.hi) : "<br>no CI (n < 2)";
     t += "<br>n = " + s.n;
-    if (s.ratio !== null && s.ratio !== undefined) {
-      t += "<br>ratio to reference " + s.ratio.toFixed(3);
-      if (s.rlo !== null) t += " (" + s.rlo.toFixed(3) + " – " + s.rhi.toFixed(3) + ")";
+    if (s.vs !== null && s.vs !== undefined) {
+      t += "<br>" + (s.ratio !== null ? "ratio to reference " : "difference to reference ") + s.vs;
       t += "<br>" + s.verdict;
     } else if (v.ref) t += "<br>reference";
     if (s.noisy) t += "<br>noisy";
@@ -103,7 +110,7 @@
 
   function heatTrace(cm, m, zmin, zmax, showscale) {
     return {
-      type: "heatmap", x: cm.xs, y: cm.ys, z: cm.z,
+      type: "heatmap", x: cm.xl, y: cm.yl, z: cm.z,
       customdata: cm.hover, hovertemplate: "%{customdata}<extra></extra>",
       text: cm.z.map((row) => row.map((v) => (v === null ? "" : fmt(v)))), texttemplate: "%{text}", colorscale: COLORSCALE, zmin: zmin, zmax: zmax, xgap: 2, ygap: 2,
       showscale: showscale,
@@ -117,7 +124,7 @@
     const hi = cm.xs.map((_, j) => statOf(exp, cm, j, "hi"));
     const lo = cm.xs.map((_, j) => statOf(exp, cm, j, "lo"));
     return {
-      type: "bar", x: cm.xs, y: mean, customdata: cm.hover[row],
+      type: "bar", x: cm.xl, y: mean, customdata: cm.hover[row],
       hovertemplate: "%{customdata}<extra></extra>",
       marker: { color: mean, colorscale: COLORSCALE, showscale: true,
         colorbar: { title: { text: m.label + (m.unit ? " (" + m.unit + ")" : "") } } },
@@ -196,7 +203,7 @@
         sel.dataset.dim = k;
         const vals = d.dimValues[k].map(String);
         if (!vals.includes(filterValues[k])) filterValues[k] = vals[0];
-        for (const v of vals) option(sel, v, v, v === filterValues[k]);
+        for (const v of vals) option(sel, v, dimLabel(d, k, v), v === filterValues[k]);
         sel.addEventListener("change", () => { filterValues[k] = sel.value; redraw(); });
         label.appendChild(sel);
         filtersEl.appendChild(label);
@@ -355,9 +362,9 @@
     grid.style.gridTemplateColumns = "6em repeat(" + xs.length + ", minmax(220px, 1fr))";
     const head = (t) => { const h = document.createElement("div"); h.className = "head"; h.textContent = t; grid.appendChild(h); };
     head((d.y || "") + " \\ " + (d.x || ""));
-    xs.forEach((x) => head(x));
-    ys.forEach((y) => {
-      head(y);
+    xs.forEach((x, j) => head(d.xl[j] !== undefined ? d.xl[j] : x));
+    ys.forEach((y, i) => {
+      head(d.yl[i] !== undefined ? d.yl[i] : y);
       xs.forEach((x) => {
         const cell = d.cells.find((c) => String(c.x) === x && String(c.y) === y);
         const box = document.createElement("div");
