@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from blocklab import proc, sources
+from blocklab import proc, settings_catalogue, sources
 from blocklab.errors import BuildError, CommandError, UserError
 from blocklab.installation import MANIFEST_NAME, Installation
 from blocklab.model import BuildRequest
@@ -366,9 +366,38 @@ def server_user() -> proc.User:
     return cluster_server_user()
 
 
+GEOMETRY_SQL = "SELECT current_setting('block_size') || '|' || current_setting('wal_block_size')"
+
+
 def verify(inst: Installation, req: BuildRequest, paths: Paths) -> dict[str, Any]:
-    """initdb a throwaway cluster as the server user, check pg_controldata, start the
-    server on a private unix socket, ask it for its block sizes, stop it by PID."""
+    """initdb a throwaway cluster, check pg_controldata, ask the server for its block
+    sizes and record its settings catalogue beside the build (blocklab.settings_catalogue)."""
+    control, (answer, settings) = fresh_cluster_answers(
+        inst, paths, [GEOMETRY_SQL, settings_catalogue.SQL]
+    )
+    problems = check_geometry(control, inst)
+    if problems:
+        raise BuildError(f"build {inst.key} verification failed: " + "; ".join(problems))
+    expected = f"{inst.block_size_bytes}|{inst.wal_block_size_bytes}"
+    if answer != expected:
+        raise BuildError(f"build {inst.key}: the server reports {answer!r}, wanted {expected!r}")
+    settings_catalogue.save(inst, settings)
+    return {
+        "database_block_size": int(control["Database block size"]),
+        "wal_block_size": int(control["WAL block size"]),
+        "blocks_per_segment": int(control["Blocks per segment of large relation"]),
+        "server_block_size_wal_block_size": answer,
+        "pg_control_version": control.get("pg_control version number", ""),
+        "verified_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def fresh_cluster_answers(
+    inst: Installation, paths: Paths, sqls: list[str]
+) -> tuple[dict[str, str], list[str]]:
+    """initdb a throwaway cluster as the server user, read pg_controldata, start the
+    server on a private unix socket, run each query (psql -At), stop it by PID and
+    remove the cluster. Returns pg_controldata and the answers."""
     user = server_user()
     base = Path(tempfile.mkdtemp(prefix="verify-", dir=ensure_dir(paths.work)))
     try:
@@ -382,29 +411,15 @@ def verify(inst: Installation, req: BuildRequest, paths: Paths) -> dict[str, Any
             timeout_s=600,
         )
         control_text = proc.run([inst.bin("pg_controldata"), data], user=user, cwd=base).stdout
-        control = parse_controldata(control_text)
-        problems = check_geometry(control, inst)
-        if problems:
-            raise BuildError(f"build {inst.key} verification failed: " + "; ".join(problems))
-        answer = _start_query_stop(inst, data, base, user, State(paths.state_file))
+        answers = _start_query_stop(inst, data, base, user, State(paths.state_file), sqls)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    expected = f"{inst.block_size_bytes}|{inst.wal_block_size_bytes}"
-    if answer != expected:
-        raise BuildError(f"build {inst.key}: the server reports {answer!r}, wanted {expected!r}")
-    return {
-        "database_block_size": int(control["Database block size"]),
-        "wal_block_size": int(control["WAL block size"]),
-        "blocks_per_segment": int(control["Blocks per segment of large relation"]),
-        "server_block_size_wal_block_size": answer,
-        "pg_control_version": control.get("pg_control version number", ""),
-        "verified_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-    }
+    return parse_controldata(control_text), answers
 
 
 def _start_query_stop(
-    inst: Installation, data: Path, sock: Path, user: proc.User, state: State
-) -> str:
+    inst: Installation, data: Path, sock: Path, user: proc.User, state: State, sqls: list[str]
+) -> list[str]:
     state.add("server", str(data), data_dir=str(data), pid=None, port=5432)
     server = proc.spawn(
         [
@@ -426,19 +441,24 @@ def _start_query_stop(
     )
     state.update("server", str(data), pid=server.pid)
     try:
-        return _query_when_ready(inst, sock, user, server.pid, sock / "server.log")
+        first = _query_when_ready(inst, sock, user, server.pid, sock / "server.log", sqls[0])
+        rest = [proc.run(_psql(inst, sock, sql), user=user, cwd=sock).stdout for sql in sqls[1:]]
+        return [first] + [r.strip() for r in rest]
     finally:
         proc.terminate(server.pid, sig=signal.SIGINT, grace_s=60)
         server.wait(timeout=10)
         state.remove("server", str(data))
 
 
-def _query_when_ready(
-    inst: Installation, sock: Path, user: proc.User, pid: int, server_log: Path
-) -> str:
-    sql = "SELECT current_setting('block_size') || '|' || current_setting('wal_block_size')"
+def _psql(inst: Installation, sock: Path, sql: str) -> list[str | Path]:
     argv: list[str | Path] = [inst.bin("psql"), "-X", "-h", sock, "-p", "5432"]
-    argv += ["-U", "postgres", "-d", "postgres", "-Atc", sql]
+    return argv + ["-U", "postgres", "-d", "postgres", "-Atc", sql]
+
+
+def _query_when_ready(
+    inst: Installation, sock: Path, user: proc.User, pid: int, server_log: Path, sql: str
+) -> str:
+    argv = _psql(inst, sock, sql)
     deadline = time.monotonic() + VERIFY_TIMEOUT_S
     while time.monotonic() < deadline:
         if not proc.pid_alive(pid):

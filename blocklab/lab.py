@@ -18,13 +18,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from blocklab import dataset, runner
+from blocklab import dataset, runner, settings_catalogue
 from blocklab.cluster import Cluster, private_dir, server_user
 from blocklab.errors import BlocklabError, StorageError, UserError
 from blocklab.installation import Installation
 from blocklab.model import BuildRequest, DatasetRequest, StorageRequest, Variant
 from blocklab.paths import Paths, ensure_dir
 from blocklab.proc import User
+from blocklab.settings_policy import Catalogue
 from blocklab.state import State
 from blocklab.store import RunRecord
 
@@ -98,6 +99,7 @@ class Lab:
         self._storages: dict[str, ProvisionedLike] = {}
         self._clusters: dict[tuple[str, str], Cluster] = {}
         self._snapshots: dict[str, dataset.Snapshot] = {}
+        self._settings_catalogues: dict[str, Catalogue] = {}  # build key -> catalogue
         self._caps: list[Any] = []  # memory cgroups (blocklab.storage.cgroup.MemoryCap)
         self.datasets: dict[str, DatasetInfo] = {}
         self._user: User | None = None
@@ -247,16 +249,32 @@ class Lab:
         cluster = self.cluster(inst, variant.storage, store)
         snap = self.dataset(variant, inst, cluster)
         ref = self._references.get(variant.variant_id, variant)
+        catalogues = self._catalogues(variant, inst, ref)
         return runner.RunTarget(
             variant=variant,
             cluster=cluster,
             snapshot=snap,
             devices=list(store.devices),
             storage_facts=dict(store.facts),
-            reference_block_size_bytes=ref.build.block_size_kb * 1024,
-            reference_wal_block_size_bytes=ref.build.wal_block_size_kb * 1024,
+            catalogue=catalogues[0],
+            reference_catalogue=catalogues[1],
             reference_wal_segment_size_bytes=ref.wal_segsize_mb * 1024 * 1024,
         )
+
+    def _catalogues(
+        self, variant: Variant, inst: Installation, ref: Variant
+    ) -> tuple[Catalogue | None, Catalogue | None]:
+        """The settings catalogues of the variant's build and its reference's build:
+        what the bytes settings policy converts with (the native policy needs none)."""
+        if variant.settings_policy != "bytes":
+            return None, None
+        ref_inst = inst if ref.build == variant.build else self.install(ref.build)
+        return self._catalogue(inst), self._catalogue(ref_inst)
+
+    def _catalogue(self, inst: Installation) -> Catalogue:
+        if inst.key not in self._settings_catalogues:
+            self._settings_catalogues[inst.key] = settings_catalogue.load(inst, self.paths)
+        return self._settings_catalogues[inst.key]
 
     # -- runs ---------------------------------------------------------------------------
     def run(

@@ -117,10 +117,10 @@ class RunTarget:
     snapshot: dataset.Snapshot
     devices: Sequence[Any] = ()
     storage_facts: Mapping[str, Any] = field(default_factory=dict)
-    # The sizes of the variant's reference: the `bytes` settings policy gives every
-    # build the bytes its reference gets (blocklab.settings_policy).
-    reference_block_size_bytes: int = 8192
-    reference_wal_block_size_bytes: int = 8192
+    # The `bytes` settings policy gives every build the bytes its reference gets
+    # (blocklab.settings_policy): it reads both builds' settings catalogues.
+    catalogue: settings_policy.Catalogue | None = None
+    reference_catalogue: settings_policy.Catalogue | None = None
     reference_wal_segment_size_bytes: int = 16 * 1024 * 1024
 
 
@@ -292,14 +292,12 @@ def _drop_caches() -> str:
 
 
 def _write_settings(target: RunTarget, acc: _Acc) -> None:
-    v, inst = target.variant, target.cluster.inst
+    v = target.variant
     conv = settings_policy.convert(
         dict(v.settings),
         v.settings_policy,
-        block_size_bytes=inst.block_size_bytes,
-        wal_block_size_bytes=inst.wal_block_size_bytes,
-        reference_block_size_bytes=target.reference_block_size_bytes,
-        reference_wal_block_size_bytes=target.reference_wal_block_size_bytes,
+        catalogue=target.catalogue,
+        reference=target.reference_catalogue,
         reference_wal_segment_size_bytes=target.reference_wal_segment_size_bytes,
     )
     target.cluster.write_settings(conv.settings)

@@ -9,37 +9,43 @@ same number means a different volume at another block size: `bgwriter_lru_maxpag
   postgresql.conf gets). Settings are passed through unchanged.
 - ``bytes``: every build gets the same *bytes* as the reference build. Every setting
   counted in pages or WAL blocks is converted, whether the experiment sets it or leaves
-  a default that is a page count:
+  a default that is a page count.
 
-  ===========================  ======  ==========================================
-  setting                      unit    default that is a page count (8 kB = ref)
-  ===========================  ======  ==========================================
-  bgwriter_lru_maxpages        pages   100 (a plain count, written as a count)
-  backend_flush_after          pages   0 (off: nothing to convert)
-  bgwriter_flush_after         pages   64 (512 kB at 8 kB)
-  checkpoint_flush_after       pages   32 (256 kB at 8 kB)
-  effective_cache_size         pages   524288 (4 GB at 8 kB)
-  temp_buffers                 pages   1024 (8 MB at 8 kB)
-  shared_buffers               pages   none: initdb writes 128MB at any page size
-  min_parallel_*_scan_size     pages   none: the default is already 8 MB / 512 kB
-  wal_writer_flush_after       WAL     none: the default is already 1 MB
-  wal_buffers                  WAL     -1 = auto-tuning, see below
-  ===========================  ======  ==========================================
+Which settings count pages comes from each build's own catalogue (pg_settings, recorded
+beside the build by blocklab.settings_catalogue), not from a list written here: a
+setting is counted in pages when its ``unit`` is the build's block size or WAL block
+size ('4kB' on a 4 kB build: shared_buffers, effective_cache_size, temp_buffers, the
+*_flush_after settings, io_combine_limit, io_max_combine_limit, the SLRU *_buffers of
+PostgreSQL 17+, ...). A few counts of pages have no unit and are named here
+(UNITLESS_PAGE_COUNTS: bgwriter_lru_maxpages, max_notify_queue_pages); internal
+read-only settings (segment_size) are skipped.
 
-  A value written with a unit ("128MB", "256kB") is already bytes and is left alone. A
-  plain number is read as pages (WAL blocks) of the *reference* build and rewritten in kB.
-  The *_flush_after settings are capped by PostgreSQL at 256 pages of the build
-  (WRITEBACK_MAX_PENDING_FLUSHES); where the reference's bytes exceed that, the value is
-  capped and a note says so.
+A value written with a unit ("128MB", "256kB") is already bytes. A plain number is read
+as units of the *reference* build (its catalogue says which) and rewritten in kB (a
+unitless count is rewritten as a count). A setting the experiment leaves alone gets the
+reference's default bytes when the two builds' defaults differ in bytes (temp_buffers =
+1024 pages is 4 MB at 4 kB, 8 MB at 8 kB); a default that is already the same bytes
+(min_parallel_table_scan_size, io_combine_limit) or a sentinel for auto-tuning (0 or -1:
+the SLRU buffers, which follow shared_buffers) is not written. The default is what a
+fresh initdb'd cluster shows: the compiled-in boot value, or initdb's postgresql.conf
+(shared_buffers = 128MB at any page size).
 
-  wal_buffers = -1 (the default) auto-tunes in xlog.c's XLOGChooseNumBuffers():
-  NBuffers / 32 WAL blocks, at most one WAL segment, at least 8 blocks. NBuffers counts
-  data pages while the result counts WAL blocks, so the auto-tuned bytes depend on both
-  block sizes (pgsql-hackers, "Lowering the default wal_blocksize to 4K"). The bytes
-  policy computes what auto-tuning gives at the reference sizes and sets that explicitly.
+Every value respects the target build's min_val and max_val (io_combine_limit: at most
+128 pages, 512 kB at 4 kB pages; the *_flush_after settings at most 256 pages): a value
+outside is clamped to the limit and a note says so. A value that is not a whole number of
+the build's pages is rounded to the nearest page (as PostgreSQL would) with a note.
 
-Planner and vacuum costs per page (seq_page_cost, vacuum_cost_page_*) are costs per I/O,
-not volumes, and are not converted.
+wal_buffers = -1 (the default) auto-tunes in xlog.c's XLOGChooseNumBuffers():
+NBuffers / 32 WAL blocks, at most one WAL segment, at least 8 blocks. NBuffers counts
+data pages while the result counts WAL blocks, so the auto-tuned bytes depend on both
+block sizes (pgsql-hackers, "Lowering the default wal_blocksize to 4K"). The bytes
+policy computes what auto-tuning gives at the reference sizes and sets that explicitly.
+
+Not converted: planner and vacuum costs per page (seq_page_cost, vacuum_cost_page_*) are
+costs per I/O, not volumes; effective_io_concurrency, maintenance_io_concurrency and
+io_max_concurrency count I/Os, not pages. The SLRU buffers left at 0 auto-tune to
+shared_buffers / 512 within 16 to 1024 pages: the same bytes in every build between the
+clamps (shared_buffers from 32 MB to 2 GB at 4 kB pages), not outside them.
 """
 
 from __future__ import annotations
@@ -55,7 +61,9 @@ KIB = 1024
 MIB = 1024 * KIB
 DEFAULT_SHARED_BUFFERS_BYTES = 128 * MIB  # what initdb writes at any BLCKSZ
 DEFAULT_WAL_SEGMENT_BYTES = 16 * MIB
-WRITEBACK_MAX_PENDING_FLUSHES = 256  # upper limit of the *_flush_after settings, in pages
+# Settings that count pages but carry no unit in pg_settings (PostgreSQL 13-18).
+UNITLESS_PAGE_COUNTS = ("bgwriter_lru_maxpages", "max_notify_queue_pages")
+SPECIAL = ("wal_buffers",)  # converted by its own rule (auto-tuning), see above
 
 UNIT_BYTES = {"B": 1, "kB": KIB, "MB": MIB, "GB": 1024 * MIB, "TB": 1024 * 1024 * MIB}
 _PLAIN_INT = re.compile(r"^\s*(-?\d+)\s*$")
@@ -63,45 +71,70 @@ _WITH_UNIT = re.compile(r"^\s*(\d+)\s*(B|kB|MB|GB|TB)\s*$")
 
 
 @dataclass(frozen=True)
-class PageSetting:
-    unit: Literal["page", "wal_block"]
-    default_units: int | None = None  # a default that is a page count (materialised)
-    max_units: int | None = None  # PostgreSQL's upper limit, in the build's units
-    count: bool = False  # a plain count (no unit accepted): written back as a number
+class Guc:
+    """One row of pg_settings, as the catalogue records it (strings as PostgreSQL gives)."""
+
+    name: str
+    unit: str = ""
+    vartype: str = "integer"
+    context: str = "user"
+    min_val: str = ""
+    max_val: str = ""
+    boot_val: str = ""
+    reset_val: str = ""
+    source: str = "default"
+
+    def default_units(self) -> int | None:
+        """The value a fresh initdb'd cluster has, in the setting's units: initdb's
+        postgresql.conf if it sets it (shared_buffers), else the compiled-in default."""
+        text = self.reset_val if self.source == "configuration file" else self.boot_val
+        return _int_or_none(text)
+
+    def limits(self) -> tuple[int | None, int | None]:
+        return _int_or_none(self.min_val), _int_or_none(self.max_val)
 
 
-PAGE_SETTINGS: dict[str, PageSetting] = {
-    "bgwriter_lru_maxpages": PageSetting("page", 100, count=True),
-    "backend_flush_after": PageSetting("page", None, WRITEBACK_MAX_PENDING_FLUSHES),
-    "bgwriter_flush_after": PageSetting("page", 64, WRITEBACK_MAX_PENDING_FLUSHES),
-    "checkpoint_flush_after": PageSetting("page", 32, WRITEBACK_MAX_PENDING_FLUSHES),
-    "effective_cache_size": PageSetting("page", 524288),
-    "temp_buffers": PageSetting("page", 1024),
-    "shared_buffers": PageSetting("page"),
-    "min_parallel_table_scan_size": PageSetting("page"),
-    "min_parallel_index_scan_size": PageSetting("page"),
-    "wal_writer_flush_after": PageSetting("wal_block"),
-}
+@dataclass(frozen=True)
+class Catalogue:
+    """The settings of one build (pg_settings of a fresh cluster) and its block sizes."""
+
+    block_size_bytes: int
+    wal_block_size_bytes: int
+    gucs: dict[str, Guc]
+    version: str = ""
+    key: str = ""  # the build it was read from
+
+    def page_settings(self) -> dict[str, int]:
+        """Settings counted in pages or WAL blocks: name -> bytes of one unit here."""
+        block_units = {
+            _unit_name(self.block_size_bytes): self.block_size_bytes,
+            _unit_name(self.wal_block_size_bytes): self.wal_block_size_bytes,
+        }
+        out = {}
+        for g in self.gucs.values():
+            if g.context == "internal" or g.vartype != "integer" or g.name in SPECIAL:
+                continue
+            if g.unit in block_units:
+                out[g.name] = block_units[g.unit]
+            elif not g.unit and g.name in UNITLESS_PAGE_COUNTS:
+                out[g.name] = self.block_size_bytes
+        return out
+
+
+def _unit_name(nbytes: int) -> str:
+    """How pg_settings.unit names a block of this size ('8kB')."""
+    return f"{nbytes // KIB}kB"
+
+
+def _int_or_none(text: str) -> int | None:
+    m = _PLAIN_INT.match(text or "")
+    return int(m.group(1)) if m else None
 
 
 @dataclass(frozen=True)
 class Conversion:
     settings: dict[str, str]
     notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Sizes:
-    page: int
-    wal_block: int
-    ref_page: int
-    ref_wal_block: int
-
-    def build_unit(self, s: PageSetting) -> int:
-        return self.page if s.unit == "page" else self.wal_block
-
-    def ref_unit(self, s: PageSetting) -> int:
-        return self.ref_page if s.unit == "page" else self.ref_wal_block
 
 
 def value_bytes(value: str, unit_bytes: int) -> int | None:
@@ -119,69 +152,85 @@ def convert(
     settings: dict[str, str],
     policy: str,
     *,
-    block_size_bytes: int,
-    wal_block_size_bytes: int,
-    reference_block_size_bytes: int = 8192,
-    reference_wal_block_size_bytes: int = 8192,
+    catalogue: Catalogue | None = None,
+    reference: Catalogue | None = None,
     reference_wal_segment_size_bytes: int = DEFAULT_WAL_SEGMENT_BYTES,
 ) -> Conversion:
-    """The settings to write for a build with these block sizes under `policy`, with
-    notes on values that could not keep the reference's bytes."""
+    """The settings to write for the build of `catalogue` under `policy`, with notes on
+    values that could not keep the reference's bytes. `bytes` needs both catalogues:
+    the build's and its reference's."""
     if policy not in POLICIES:
         raise ValueError(f"settings policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     if policy == "native":
         return Conversion(dict(settings))
-    sizes = _Sizes(
-        block_size_bytes,
-        wal_block_size_bytes,
-        reference_block_size_bytes,
-        reference_wal_block_size_bytes,
-    )
+    if catalogue is None or reference is None:
+        raise ValueError("the bytes policy needs the catalogues of the build and its reference")
     out = dict(settings)
     notes: list[str] = []
-    for name, spec in PAGE_SETTINGS.items():
-        given = settings.get(name)
-        if given is None and spec.default_units is None:
-            continue
-        value = given if given is not None else str(spec.default_units)
-        converted = _convert_one(name, value, spec, sizes, notes)
-        if converted is not None:
-            out[name] = converted
-    out["wal_buffers"] = _wal_buffers(settings, sizes, reference_wal_segment_size_bytes)
+    ref_units = reference.page_settings()
+    for name, unit in catalogue.page_settings().items():
+        nbytes = _wanted_bytes(
+            name, settings.get(name), unit, ref_units.get(name), catalogue, reference
+        )
+        if nbytes is not None:
+            out[name] = _fit(name, nbytes, settings.get(name), unit, catalogue, notes)
+    out["wal_buffers"] = _wal_buffers(settings, reference, reference_wal_segment_size_bytes)
     return Conversion(out, notes)
 
 
-def _convert_one(
-    name: str, value: str, spec: PageSetting, sizes: _Sizes, notes: list[str]
-) -> str | None:
-    if _WITH_UNIT.match(value):
-        nbytes = value_bytes(value, 1)
-        assert nbytes is not None
-        return _capped(name, nbytes, value, spec, sizes, notes)
-    nbytes = value_bytes(value, sizes.ref_unit(spec))
-    if nbytes is None or nbytes < 0:
-        return None  # not a size (e.g. -1 or an expression): leave it to PostgreSQL
-    unit = sizes.build_unit(spec)
-    if spec.count:
-        units = max(1, round(nbytes / unit)) if nbytes > 0 else 0
-        if units * unit != nbytes:
-            notes.append(f"{name}: {nbytes} bytes is not a whole number of pages; using {units}")
-        return str(units)
-    return _capped(name, nbytes, _kb(nbytes), spec, sizes, notes)
+def _wanted_bytes(
+    name: str,
+    given: str | None,
+    unit: int,
+    ref_unit: int | None,
+    catalogue: Catalogue,
+    reference: Catalogue,
+) -> int | None:
+    """The reference's bytes for this setting; None: nothing to write (a default that
+    is already the same bytes, a sentinel such as -1, or not a size at all)."""
+    if given is not None:
+        if _WITH_UNIT.match(given):
+            return value_bytes(given, 1)
+        nbytes = value_bytes(given, ref_unit or unit)
+        return nbytes if nbytes is not None and nbytes >= 0 else None
+    if ref_unit is None:  # not a page count in the reference: keep the build's default
+        return None
+    ref_default = reference.gucs[name].default_units()
+    own_default = catalogue.gucs[name].default_units()
+    if ref_default is None or own_default is None or ref_default < 0:
+        return None
+    if ref_default * ref_unit == own_default * unit:
+        return None
+    return ref_default * ref_unit
 
 
-def _capped(
-    name: str, nbytes: int, text: str, spec: PageSetting, sizes: _Sizes, notes: list[str]
+def _fit(
+    name: str, nbytes: int, given: str | None, unit: int, catalogue: Catalogue, notes: list[str]
 ) -> str:
-    unit = sizes.build_unit(spec)
-    if spec.max_units is None or nbytes <= spec.max_units * unit:
-        return text
-    cap = spec.max_units * unit
-    notes.append(
-        f"{name}: {_kb(nbytes)} exceeds PostgreSQL's limit of {spec.max_units} pages "
-        f"({_kb(cap)}) at {unit // KIB} kB pages; capped"
-    )
-    return _kb(cap)
+    """`nbytes` as a value this build accepts: whole pages within its min and max."""
+    guc = catalogue.gucs[name]
+    units = round(nbytes / unit)
+    if nbytes > 0 and units == 0:
+        units = 1
+    if units * unit != nbytes:
+        notes.append(
+            f"{name}: {_kb(nbytes)} is not a whole number of {unit // KIB} kB pages; "
+            f"using {units} ({_kb(units * unit)})"
+        )
+    low, high = guc.limits()
+    bounded = units if low is None else max(units, low)
+    bounded = bounded if high is None else min(bounded, high)
+    if bounded != units:
+        side = "above PostgreSQL's maximum" if bounded < units else "below PostgreSQL's minimum"
+        notes.append(
+            f"{name}: {_kb(units * unit)} is {side} of {bounded} × {unit // KIB} kB "
+            f"in this build; clamped to {_kb(bounded * unit)}"
+        )
+    if not guc.unit:
+        return str(bounded)
+    if given is not None and _WITH_UNIT.match(given) and bounded * unit == nbytes:
+        return given  # already bytes that this build takes as they are
+    return _kb(bounded * unit)
 
 
 def _kb(nbytes: int) -> str:
@@ -199,11 +248,12 @@ def auto_wal_buffers_bytes(
     return max(xbuffers, 8) * wal_block_size_bytes
 
 
-def _wal_buffers(settings: dict[str, str], sizes: _Sizes, segment_bytes: int) -> str:
+def _wal_buffers(settings: dict[str, str], reference: Catalogue, segment_bytes: int) -> str:
+    page, wal_block = reference.block_size_bytes, reference.wal_block_size_bytes
     given = settings.get("wal_buffers", "-1").strip()
     if given != "-1":
-        nbytes = value_bytes(given, sizes.ref_wal_block)
+        nbytes = value_bytes(given, wal_block)
         return given if nbytes is None or _WITH_UNIT.match(given) else _kb(nbytes)
-    sb = value_bytes(settings.get("shared_buffers", ""), sizes.ref_page)
+    sb = value_bytes(settings.get("shared_buffers", ""), page)
     shared = sb if sb is not None and sb > 0 else DEFAULT_SHARED_BUFFERS_BYTES
-    return _kb(auto_wal_buffers_bytes(shared, sizes.ref_page, sizes.ref_wal_block, segment_bytes))
+    return _kb(auto_wal_buffers_bytes(shared, page, wal_block, segment_bytes))

@@ -644,17 +644,24 @@ class Experiment(BaseModel):
         vid = variant if isinstance(variant, str) else variant.variant_id
         return dict(self.dims_map[vid])
 
-    def effective_settings(self, variant: Variant) -> policies.Conversion:
-        """The settings this variant's server gets under the experiment's policy, with
-        the block sizes of its reference (what the runner writes; shown by `plan`)."""
+    def effective_settings(
+        self, variant: Variant, catalogue_of: Callable[[BuildRequest], policies.Catalogue | None]
+    ) -> policies.Conversion | None:
+        """The settings this variant's server gets under the experiment's policy (what the
+        runner writes; shown by `plan`). The bytes policy needs the settings catalogues of
+        the variant's build and its reference's build (`catalogue_of`); None when one is
+        not known yet (the build is not made)."""
         ref = self.variant(self.reference_for(variant))
+        if variant.settings_policy != "bytes":
+            return policies.convert(dict(variant.settings), variant.settings_policy)
+        own, theirs = catalogue_of(variant.build), catalogue_of(ref.build)
+        if own is None or theirs is None:
+            return None
         return policies.convert(
             dict(variant.settings),
             variant.settings_policy,
-            block_size_bytes=variant.build.block_size_kb * 1024,
-            wal_block_size_bytes=variant.build.wal_block_size_kb * 1024,
-            reference_block_size_bytes=ref.build.block_size_kb * 1024,
-            reference_wal_block_size_bytes=ref.build.wal_block_size_kb * 1024,
+            catalogue=own,
+            reference=theirs,
             reference_wal_segment_size_bytes=ref.wal_segsize_mb * 1024**2,
         )
 
@@ -915,7 +922,8 @@ def _jsonable(value: Any) -> Any:
 
 def _variant(combo: Combo, label: str, policy: str) -> Variant:
     """The variant carries the settings as written in the file; the runner applies the
-    policy with blocklab.settings_policy.convert() and the reference's block sizes."""
+    policy with blocklab.settings_policy.convert() and the settings catalogues of its
+    build and its reference's build."""
     o = {k: opt.value for k, opt in combo.options.items()}
     settings = {k.removeprefix("settings."): v for k, v in o.items() if k.startswith("settings.")}
     pg, wl = o["postgres"], o["workload"]

@@ -84,3 +84,17 @@ def small_experiment(
         variants=variants,
         references=references,
     )
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def recorded_catalogue(block_kb: int):  # type: ignore[no-untyped-def]
+    """The settings catalogue blocklab recorded from a real PG 18 build with these page
+    and WAL block sizes (4 or 8 kB), replayed."""
+    import json
+
+    from blocklab import settings_catalogue
+
+    path = DATA / "settings" / f"pg18-bs{block_kb}k-wal{block_kb}k.json"
+    return settings_catalogue.parse(json.loads(path.read_text()))

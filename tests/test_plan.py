@@ -70,13 +70,59 @@ def test_adaptive_plan_reports_the_worst_case(tmp_path: Path) -> None:
     assert p.eta_max_runs_s == pytest.approx(10 * 2 * (10 + plan.PER_RUN_OVERHEAD_S))
 
 
-def test_plan_command_prints_and_builds_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_command_prints_and_builds_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BLOCKLAB_CACHE", str(tmp_path / "empty-cache"))
     example = Path(__file__).parent.parent / "examples" / "page-size.toml"
     assert main(["plan", str(example)]) == 0
     out = capsys.readouterr().out
     for text in ("3 variants", "bs=2k", "reference", "15 runs", "round 1 order", "ETA"):
         assert text in out
-    assert "bgwriter_lru_maxpages" in out  # differs under the bytes policy
+    # no build, no catalogue: the bytes policy's values are not guessed from a list
+    assert "known after build bs=2k, bs=4k, bs=8k" in out
+    assert "bgwriter_lru_maxpages" not in out and "(0 cached)" in out
+    assert not (tmp_path / "empty-cache" / "builds").exists()
+
+
+PLAN_4K_8K = """
+[experiment]
+name = "plan-bytes"
+reference = { block_size = 8 }
+settings_policy = "bytes"
+rounds = 1
+[matrix]
+block_size = [4, 8]
+wal_block_size = [4, 8]
+duration = 5
+[matrix.settings]
+io_combine_limit = 128
+transaction_buffers = 64
+[[exclude]]
+block_size = 4
+wal_block_size = 8
+[[exclude]]
+block_size = 8
+wal_block_size = 4
+"""
+
+
+@pytest.mark.build
+def test_plan_shows_what_each_variant_gets_from_the_builds_catalogues(  # type: ignore[no-untyped-def]
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, pg18_4k, pg18_8k
+) -> None:
+    f = tmp_path / "p.toml"
+    f.write_text(PLAN_4K_8K)
+    assert main(["plan", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "known after build" not in out and "(2 cached)" in out
+    cells = [[c.strip() for c in ln.split("│")[1:-1]] for ln in out.splitlines() if ln[:1] == "│"]
+    rows = {c[0]: c[1:] for c in cells}  # setting -> [4 kB variant, 8 kB reference]
+    # io_combine_limit = 128 pages of the 8 kB reference: 1 MB; a 4 kB build takes 512 kB
+    assert rows["io_combine_limit"] == ["512kB", "1024kB"]
+    assert "io_combine_limit: 1024kB is above PostgreSQL's maximum" in out
+    assert rows["bgwriter_lru_maxpages"] == ["200", ""]  # the default 100 x 8 kB
+    assert "transaction_buffers=512kB" in out  # 64 x 8 kB in both builds
 
 
 def test_format_duration() -> None:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import recorded_catalogue
 
 from blocklab import spec
 from blocklab.errors import UserError
@@ -199,14 +200,28 @@ def test_bytes_policy_effective_settings_follow_the_reference(tmp_path: Path) ->
     f = write(
         tmp_path,
         '[experiment]\nname = "b"\nreference = { block_size = 8 }\nsettings_policy = "bytes"\n'
-        "[matrix]\nblock_size = [4, 8]\n[matrix.settings]\nbgwriter_lru_maxpages = 50\n",
+        "[matrix]\nblock_size = [4, 8]\nwal_block_size = [4, 8]\n[matrix.settings]\n"
+        "bgwriter_lru_maxpages = 50\nio_combine_limit = 8\n"
+        "[[exclude]]\nblock_size = 4\nwal_block_size = 8\n"
+        "[[exclude]]\nblock_size = 8\nwal_block_size = 4\n",
     )
     exp = spec.load(f)
     four, eight = exp.variants()
-    assert dict(four.settings) == {"bgwriter_lru_maxpages": "50"}  # as written in the file
+    assert dict(four.settings) == {"bgwriter_lru_maxpages": "50", "io_combine_limit": "8"}
     assert four.settings_policy == "bytes"
-    assert exp.effective_settings(four).settings["bgwriter_lru_maxpages"] == "100"
-    assert exp.effective_settings(eight).settings["bgwriter_lru_maxpages"] == "50"
+    recorded = {4: recorded_catalogue(4), 8: recorded_catalogue(8)}  # real PG 18 builds
+
+    def catalogue_of(req):  # type: ignore[no-untyped-def]
+        return recorded[req.block_size_kb]
+
+    converted = exp.effective_settings(four, catalogue_of)
+    assert converted is not None
+    assert converted.settings["bgwriter_lru_maxpages"] == "100"
+    assert converted.settings["io_combine_limit"] == "64kB"  # 8 pages of the 8 kB reference
+    at_ref = exp.effective_settings(eight, catalogue_of)
+    assert at_ref is not None and at_ref.settings["bgwriter_lru_maxpages"] == "50"
+    # before the builds exist their catalogues are unknown, and so is the conversion
+    assert exp.effective_settings(four, lambda _req: None) is None
 
 
 def test_demo_is_small_and_compares_4k_with_8k() -> None:

@@ -2,31 +2,63 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from blocklab import plan as planning
-from blocklab import spec
+from blocklab import settings_catalogue, spec
 from blocklab.console import console
+from blocklab.errors import BlocklabError
+from blocklab.installation import Installation
 from blocklab.model import BuildRequest
+from blocklab.paths import Paths
 from blocklab.plan import Plan, format_duration
+from blocklab.settings_policy import Catalogue, Conversion
+
+CatalogueOf = Callable[[BuildRequest], Catalogue | None]
+
+
+def _request_key(req: BuildRequest | dict[str, Any] | None) -> str:
+    data = req.model_dump(mode="json") if isinstance(req, BuildRequest) else req
+    return json.dumps(data, sort_keys=True)
+
+
+def cached_installations() -> dict[str, Installation]:
+    """The builds the cache holds, by the request stored in each manifest."""
+    from blocklab.build import cached_builds
+
+    return {_request_key(i.manifest.get("request")): i for i in cached_builds(Paths.from_env())}
 
 
 def cache_lookup() -> Callable[[BuildRequest], bool]:
     """Which builds the cache already holds (by the request stored in each manifest)."""
-    from blocklab.build import cached_builds
-    from blocklab.paths import Paths
+    installs = cached_installations()
+    return lambda req: _request_key(req) in installs
 
-    requests = {
-        json.dumps(inst.manifest.get("request"), sort_keys=True)
-        for inst in cached_builds(Paths.from_env())
-    }
-    return lambda req: json.dumps(req.model_dump(mode="json"), sort_keys=True) in requests
+
+def catalogue_lookup(installs: dict[str, Installation]) -> CatalogueOf:
+    """The settings catalogue of a cached build (None for a build not made yet, or
+    one whose catalogue cannot be read)."""
+    paths = Paths.from_env()
+
+    @functools.cache
+    def of(key: str) -> Catalogue | None:
+        inst = installs.get(key)
+        if inst is None:
+            return None
+        try:
+            return settings_catalogue.load(inst, paths)
+        except (BlocklabError, OSError):
+            return None
+
+    return lambda req: of(_request_key(req))
 
 
 @click.command("plan")
@@ -35,13 +67,15 @@ def plan_command(file: Path | None) -> None:
     """Show what `blocklab run FILE` would do: variants, builds, datasets, runs, the order
     of the first round and an ETA. Builds and runs nothing. Without FILE: the demo."""
     exp = spec.load(file) if file is not None else spec.demo()
-    render(planning.describe(exp, cached=cache_lookup()), console())
+    installs = cached_installations()
+    p = planning.describe(exp, cached=lambda req: _request_key(req) in installs)
+    render(p, console(), catalogue_of=catalogue_lookup(installs))
 
 
 COMMANDS: list[click.Command] = [plan_command]
 
 
-def render(p: Plan, console: Console) -> None:
+def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: None) -> None:
     exp = p.experiment
     console.print(f"[bold]{exp.name}[/bold]  {exp.description}")
     console.print(
@@ -49,7 +83,7 @@ def render(p: Plan, console: Console) -> None:
         + (f" · source {exp.source}" if exp.source else "")
     )
     console.print(_variants_table(p))
-    _settings_table(p, console)
+    _settings_table(p, console, catalogue_of)
     _counts(p, console)
     console.print("[bold]round 1 order:[/bold] " + " → ".join(p.first_round))
     _eta(p, console)
@@ -72,10 +106,11 @@ def _variants_table(p: Plan) -> Table:
     return table
 
 
-def _settings_table(p: Plan, console: Console) -> None:
+def _settings_table(p: Plan, console: Console, catalogue_of: CatalogueOf) -> None:
     """Settings every variant shares on one line; those that differ in a table."""
     exp = p.experiment
-    conv = {v.variant_id: exp.effective_settings(v) for v in p.variants}
+    found = {v.variant_id: exp.effective_settings(v, catalogue_of) for v in p.variants}
+    conv = {vid: c or Conversion(dict(exp.variant(vid).settings)) for vid, c in found.items()}
     names = sorted({n for c in conv.values() for n in c.settings})
     values = {n: [conv[v.variant_id].settings.get(n, "") for v in p.variants] for n in names}
     same = [n for n in names if len(set(values[n])) == 1]
@@ -84,17 +119,31 @@ def _settings_table(p: Plan, console: Console) -> None:
     if same:
         shared = ", ".join(f"{n}={values[n][0]}" for n in same)
         console.print(f"[bold]{title}, same in every variant:[/bold] {shared}")
+    unknown = [v.label for v in p.variants if found[v.variant_id] is None]
     if differ:
-        table = Table(title=f"{title}, differing")
-        table.add_column("variant")
-        for n in differ:
-            table.add_column(n, justify="right")
-        for i, v in enumerate(p.variants):
-            table.add_row(v.label, *(values[n][i] for n in differ))
-        console.print(table)
+        console.print(_differing(p, {n: values[n] for n in differ}, unknown, title))
+    if unknown:
+        console.print(
+            f"[yellow]known after build[/yellow] {', '.join(unknown)}: settings shown as "
+            "written; the bytes policy reads which settings count pages, with their defaults "
+            "and limits, from the pg_settings of the variant's build and its reference's"
+        )
     for v in p.variants:
         for note in conv[v.variant_id].notes:
             console.print(f"[yellow]note[/yellow] {v.label}: {note}")
+
+
+def _differing(p: Plan, values: dict[str, list[str]], unknown: list[str], title: str) -> Table:
+    """One row per setting (there are more settings than variants), one column per variant."""
+    caption = "blank: the build's default" + ("; ?: known after build" if unknown else "")
+    table = Table(title=f"{title}, differing", caption=caption)
+    table.add_column("setting")
+    for v in p.variants:
+        table.add_column(v.label, justify="right", overflow="fold")
+    for name, row in values.items():
+        blank = ["?" if v.label in unknown else "" for v in p.variants]
+        table.add_row(name, *(value or blank[i] for i, value in enumerate(row)))
+    return table
 
 
 def _counts(p: Plan, console: Console) -> None:
