@@ -5,7 +5,8 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.blocklab-installed
-APT_STAMP := /var/lib/blocklab/.apt-packages-installed
+# `make demo DEMO_ARGS="--rounds 2 --duration 5 --scale 1"`: the demo with other numbers.
+DEMO_ARGS ?=
 
 # Debian packages: PostgreSQL build dependencies, file-system tools, Debian's
 # PostgreSQL 15 binaries (a second code path for the probes), Chromium for report tests.
@@ -13,18 +14,29 @@ APT_PACKAGES := bison flex gcc make pkg-config zlib1g-dev libicu-dev libreadline
 	dpkg-dev ca-certificates e2fsprogs xfsprogs btrfs-progs util-linux procps \
 	python3-venv postgresql-15 postgresql-client-15 chromium sqlite3
 
-.PHONY: setup apt venv demo test lint typecheck pytest clean-state
+.PHONY: setup apt apt-missing venv demo test lint typecheck pytest clean-state
 
 setup: apt venv
 
-apt: $(APT_STAMP)
-$(APT_STAMP): Makefile
-	@mkdir -p /etc/postgresql-common/createcluster.d /var/lib/blocklab
-	@# Debian's postgresql-15 must not create or start a cluster of its own.
-	@echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/blocklab.conf
-	apt-get update -q
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
-	@touch $@
+# The packages dpkg does not list as installed: asked of dpkg every time, not of a stamp
+# file that a copied or stale /var/lib/blocklab could hold.
+MISSING_PACKAGES = comm -23 <(printf '%s\n' $(APT_PACKAGES) | sort -u) \
+	<(dpkg-query -W -f='$${db:Status-Abbrev} $${Package}\n' $(APT_PACKAGES) 2>/dev/null \
+	  | awk '$$1 == "ii" {print $$2}' | sort -u)
+
+apt-missing:
+	@$(MISSING_PACKAGES)
+
+apt:
+	@missing="$$($(MISSING_PACKAGES))"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  mkdir -p /etc/postgresql-common/createcluster.d; \
+	  : "Debian's postgresql-15 must not create or start a cluster of its own."; \
+	  echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/blocklab.conf; \
+	  apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -34,7 +46,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 demo: setup
-	$(VENV)/bin/blocklab run
+	$(VENV)/bin/blocklab run $(DEMO_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check --no-cache blocklab tests bench

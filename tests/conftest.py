@@ -1,5 +1,8 @@
 """Shared fixtures: a private BLOCKLAB_HOME per test session, a build cache shared
-between sessions (so real PostgreSQL builds are made once), and cached builds."""
+between sessions (so real PostgreSQL builds are made once), and cached builds.
+
+BLOCKLAB_TEST_CACHE names the shared cache (CI gives each run an empty one of its own);
+every test sees it as BLOCKLAB_CACHE, so none reads /var/lib/blocklab/cache then."""
 
 from __future__ import annotations
 
@@ -16,12 +19,19 @@ from blocklab.paths import Paths, ensure_dir
 SHARED_CACHE = Path(os.environ.get("BLOCKLAB_TEST_CACHE", "/var/lib/blocklab/cache"))
 
 
-@pytest.fixture(scope="session")
+# What the README's `make test` (a parent make) exports. Every build the tests make runs
+# under them, also when pytest is started by hand: a cold cache is a build under make.
+PARENT_MAKE = {"MAKELEVEL": "1", "MAKEFLAGS": "w", "MFLAGS": "-w"}
+
+
+@pytest.fixture(scope="session", autouse=True)
 def paths() -> Iterator[Paths]:
+    """Autouse: no test, not even one that never asks for it, reads the default home."""
     # Not under pytest's tmp_path: that is 0700 and the server user must reach it.
     home = ensure_dir(Path("/var/tmp/blocklab-tests") / uuid.uuid4().hex[:8])
     os.environ["BLOCKLAB_HOME"] = str(home)
     os.environ["BLOCKLAB_CACHE"] = str(SHARED_CACHE)
+    os.environ.update(PARENT_MAKE)
     ensure_dir(SHARED_CACHE)
     yield Paths.from_env(results=home / "results")
     shutil.rmtree(home, ignore_errors=True)

@@ -84,7 +84,7 @@ def _positive(flag: str, value: int | float | None) -> None:
     "--until-ci",
     "until_ci",
     type=float,
-    help="add rounds until every comparison's 95 %% CI half-width is at most PCT",
+    help="add rounds until every comparison's 95 % CI half-width is at most PCT",
 )
 @click.option("--max-rounds", type=int, help="with --until-ci: stop after this many rounds")
 @click.option("--time-budget", help="stop adding rounds after this long (e.g. 30m, 2h)")

@@ -1,0 +1,89 @@
+"""What a build inherits from its environment: never a parent make's variables (the
+README's `make demo` exports MAKELEVEL=1 and MAKEFLAGS, and PostgreSQL generates its
+headers only at MAKELEVEL 0), and the compiler variables only through the build key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from blocklab import build, sources
+from blocklab.model import BuildRequest
+
+# A parent `make -w demo DEMO_ARGS=...` exports these: the override after "--" reaches a
+# child make through MAKEFLAGS and would override the child's own variable.
+PARENT_MAKE = {
+    "MAKELEVEL": "1",
+    "MAKEFLAGS": "w -- PROBE=from-parent",
+    "MFLAGS": "-w",
+    "MAKEOVERRIDES": "${-*-command-variables-*-}",
+    "GNUMAKEFLAGS": "--no-print-directory",
+}
+SHOW = '\t@echo "make level=[$(MAKELEVEL)] flags=[$(MAKEFLAGS)] probe=[$(PROBE)]"\n'
+MAKEFILE = f"PROBE ?= own\nall:\n{SHOW}install:\n{SHOW}"
+
+
+def _tree_that_reports_its_environment(root: Path) -> Path:
+    """A source tree with the shape the build steps expect (configure, a top Makefile,
+    the contrib modules) whose every step prints what it inherited."""
+    tree = root / "tree"
+    for sub in ("", *(f"contrib/{name}" for name in build.CONTRIB)):
+        (tree / sub).mkdir(parents=True, exist_ok=True)
+        (tree / sub / "Makefile").write_text(MAKEFILE)
+    configure = tree / "configure"
+    shown = " ".join(f"{k}=[${{{k}-unset}}]" for k in PARENT_MAKE)
+    configure.write_text(f'#!/bin/sh\necho "configure {shown}"\n')
+    configure.chmod(0o755)
+    return tree
+
+
+def test_build_steps_do_not_inherit_a_parent_makes_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in PARENT_MAKE.items():
+        monkeypatch.setenv(name, value)
+    tree = _tree_that_reports_its_environment(tmp_path)
+    log_path = tmp_path / "build.log"
+
+    build._compile_and_install(tree, [str(tree / "configure")], log_path, lambda _m: None)
+
+    lines = log_path.read_text().splitlines()
+    configure = [line for line in lines if line.startswith("configure ")]
+    assert configure == ["configure " + " ".join(f"{k}=[unset]" for k in PARENT_MAKE)]
+    makes = [line for line in lines if line.startswith("make level=")]
+    assert len(makes) == 2 + len(build.CONTRIB), lines  # make, make install, each contrib
+    for line in makes:
+        assert line.startswith("make level=[0] "), line
+        assert line.endswith(" probe=[own]"), line
+        assert "from-parent" not in line and "no-print-directory" not in line, line
+
+
+def _key(req: BuildRequest) -> str:
+    spec = sources.SourceSpec("debian", "18.6", {"kind": "debian", "version": "18.6-3"})
+    return build.format_key("18.6", req, build.key_material(req, spec))
+
+
+def test_compiler_variables_change_the_key_and_make_variables_do_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in (*build.COMPILER_VARIABLES, *build.MAKE_VARIABLES):
+        monkeypatch.delenv(name, raising=False)
+    req = BuildRequest(pg="18", block_size_kb=4, wal_block_size_kb=4)
+    plain = _key(req)
+    assert _key(req) == plain  # the key is a function of its inputs
+
+    for name, value in PARENT_MAKE.items():
+        monkeypatch.setenv(name, value)
+    assert _key(req) == plain  # they are never passed on, so they do not make another build
+
+    monkeypatch.setenv("CFLAGS", "-O0 -g")
+    with_cflags = _key(req)
+    assert with_cflags != plain
+    monkeypatch.setenv("CFLAGS", "-O1")
+    assert _key(req) not in (plain, with_cflags)
+    monkeypatch.delenv("CFLAGS")
+    assert _key(req) == plain
+
+    monkeypatch.setenv("CC", "/usr/bin/gcc")
+    assert _key(req) != plain
