@@ -42,13 +42,10 @@ class ProfileHead:
 
 def create(db: ResultsDB, head: ProfileHead, *, replace: bool = False) -> int:
     """Insert a profile (state 'running'); UserError if the name exists and not `replace`."""
+    if not replace:
+        check_name_free(db, head.name)
     with db.tx() as c:
         row = c.execute("SELECT id FROM device_profiles WHERE name=?", (head.name,)).fetchone()
-        if row is not None and not replace:
-            raise UserError(
-                f"--name: a device profile {head.name!r} exists in {db.path}; "
-                "choose another name or pass --replace"
-            )
         if row is not None:
             c.execute("DELETE FROM device_profiles WHERE id=?", (row["id"],))
         cur = c.execute(
@@ -66,6 +63,15 @@ def create(db: ResultsDB, head: ProfileHead, *, replace: bool = False) -> int:
             ),
         )
     return int(cur.lastrowid or 0)
+
+
+def check_name_free(db: ResultsDB, name: str) -> None:
+    """UserError when a profile of that name is stored."""
+    if db.conn.execute("SELECT 1 FROM device_profiles WHERE name=?", (name,)).fetchone():
+        raise UserError(
+            f"--name: a device profile {name!r} exists in {db.path}; "
+            "choose another name or pass --replace"
+        )
 
 
 def record_point(

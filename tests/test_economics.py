@@ -85,8 +85,13 @@ def test_bad_numbers_are_user_errors() -> None:
 def test_parse_iops_and_sizes() -> None:
     assert parse_iops("4k=40000, 8kB=30000.5") == {4096: 40000.0, 8192: 30000.5}
     assert parse_page_sizes("8,4k") == [4096, 8192]
-    for bad, what in (("4k", "SIZE=IOPS"), ("3k=10", "one of 1k, 2k"), ("4k=x", "not a number"),
-                      ("4k=-5", "positive"), ("", "no SIZE=IOPS")):  # fmt: skip
+    for bad, what in (
+        ("4k", "SIZE=IOPS"),
+        ("3k=10", "one of 1k, 2k"),
+        ("4k=x", "not a number"),
+        ("4k=-5", "positive"),
+        ("", "no SIZE=IOPS"),
+    ):
         with pytest.raises(UserError, match=what):
             parse_iops(bad)
 
@@ -143,7 +148,7 @@ def test_cli_prices_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
                 "3",
             ],
             "capacit",
-        ),  # fmt: skip
+        ),
         (
             [
                 "--iops",
@@ -156,7 +161,7 @@ def test_cli_prices_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
                 "8",
             ],
             "--page-sizes",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_cli_bad_input_exits_2(

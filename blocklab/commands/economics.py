@@ -93,8 +93,12 @@ def _table(rows: list[Row]) -> str:
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     out = []
     for i, cells in enumerate([head, *body]):
-        out.append("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in
-                             enumerate(zip(cells, widths, strict=True))))  # fmt: skip
+        out.append(
+            "  ".join(
+                c.ljust(w) if j == 0 else c.rjust(w)
+                for j, (c, w) in enumerate(zip(cells, widths, strict=True))
+            )
+        )
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
@@ -119,8 +123,10 @@ def _device(
     price = check_price(d.price, f"--{key}-price", positive=False)
     price = prices.get(f"{key}_price") if price is None else price
     if price is None:
-        raise UserError(f"--{key}-price: the price of one device is needed (or {key}_price "
-                        "in the --prices file)")  # fmt: skip
+        raise UserError(
+            f"--{key}-price: the price of one device is needed (or {key}_price "
+            "in the --prices file)"
+        )
     cap_gb = check_price(d.capacity_gb, f"--{key}-capacity-gb", positive=True)
     cap_gb = prices.get(f"{key}_capacity_gb") if cap_gb is None else cap_gb
     capacity = int(cap_gb * GIB) if cap_gb else None
@@ -153,21 +159,40 @@ def profile_iops(
 @click.option("--profile", help="Stored device profile (blocklab device list).")
 @click.option("--iops", help="IOPS by request size instead of a profile: 4k=40000,8k=30000.")
 @click.option("--device-price", type=float, help="Price of one device drive.")
-@click.option("--device-capacity-gb", type=float,
-              help="Capacity in GB (needed for a device-device tier).")  # fmt: skip
+@click.option(
+    "--device-capacity-gb", type=float, help="Capacity in GB (needed for a device-device tier)."
+)
 @click.option("--profile2", help="A second device's stored profile (device-device tier).")
 @click.option("--iops2", help="A second device's IOPS: 4k=200,8k=195.")
 @click.option("--device2-price", type=float, help="Price of one second device.")
 @click.option("--device2-capacity-gb", type=float, help="Capacity of the second device in GB.")
 @click.option("--ram-price-per-gb", type=float, help="Price of 1 GB of RAM.")
-@click.option("--prices", "prices_file", type=click.Path(path_type=Path),
-              help=f"TOML file with {', '.join(PRICE_KEYS)} (flags win).")  # fmt: skip
-@click.option("--pattern", type=click.Choice(PATTERNS), default="randread", show_default=True,
-              help="Which profile points count as accesses.")  # fmt: skip
-@click.option("--depth", type=click.Choice([str(d) for d in DEPTHS]), default="1",
-              show_default=True, help="Queue depth of the profile points.")  # fmt: skip
-@click.option("--page-sizes", default=",".join(map(str, PAGE_SIZES_KB)), show_default=True,
-              help="Page sizes in kB (those the device has IOPS for are shown).")  # fmt: skip
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(path_type=Path),
+    help=f"TOML file with {', '.join(PRICE_KEYS)} (flags win).",
+)
+@click.option(
+    "--pattern",
+    type=click.Choice(PATTERNS),
+    default="randread",
+    show_default=True,
+    help="Which profile points count as accesses.",
+)
+@click.option(
+    "--depth",
+    type=click.Choice([str(d) for d in DEPTHS]),
+    default="1",
+    show_default=True,
+    help="Queue depth of the profile points.",
+)
+@click.option(
+    "--page-sizes",
+    default=",".join(map(str, PAGE_SIZES_KB)),
+    show_default=True,
+    help="Page sizes in kB (those the device has IOPS for are shown).",
+)
 @click.option("--results", type=click.Path(path_type=Path), help="Results directory.")
 def economics_command(
     profile: str | None,
@@ -191,8 +216,10 @@ def economics_command(
     ram = check_price(ram_price_per_gb, "--ram-price-per-gb", positive=True)
     ram = prices.get("ram_price_per_gb") if ram is None else ram
     if ram is None:
-        raise UserError("--ram-price-per-gb: the price of 1 GB of RAM is needed "
-                        "(or ram_price_per_gb in the --prices file)")  # fmt: skip
+        raise UserError(
+            "--ram-price-per-gb: the price of 1 GB of RAM is needed "
+            "(or ram_price_per_gb in the --prices file)"
+        )
     sizes = parse_page_sizes(page_sizes)
     inputs = [DeviceInput(profile, iops, device_price, device_capacity_gb, "")]
     if profile2 is not None or iops2 is not None:
@@ -203,8 +230,10 @@ def economics_command(
         devices.append(dev)
         sources[dev.name] = source
     if len(devices) == 2 and not economics.device_pairs(devices):
-        raise UserError("--device-capacity-gb / --device2-capacity-gb: a device-device tier "
-                        "needs both capacities")  # fmt: skip
+        raise UserError(
+            "--device-capacity-gb / --device2-capacity-gb: a device-device tier "
+            "needs both capacities"
+        )
     rows = economics.table(ram, devices, sizes)
     if not rows:
         have = sorted({s // 1024 for d in devices for s in d.iops_by_size})
