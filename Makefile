@@ -9,10 +9,11 @@ STAMP := $(VENV)/.blocklab-installed
 DEMO_ARGS ?=
 
 # Debian packages: PostgreSQL build dependencies, file-system tools, Debian's
-# PostgreSQL 15 binaries (a second code path for the probes), Chromium for report tests.
+# PostgreSQL 15 binaries (a second code path for the probes), Chromium for report tests,
+# fio for device profiles.
 APT_PACKAGES := bison flex gcc make pkg-config zlib1g-dev libicu-dev libreadline-dev \
 	dpkg-dev ca-certificates e2fsprogs xfsprogs btrfs-progs util-linux procps \
-	python3-venv postgresql-15 postgresql-client-15 chromium sqlite3
+	python3-venv postgresql-15 postgresql-client-15 chromium sqlite3 fio
 
 .PHONY: setup apt apt-missing venv demo test lint typecheck pytest clean-state
 

@@ -20,9 +20,18 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from blocklab.commands import build, cleanup, plan, report, run, selftest
+    from blocklab.commands import (
+        build,
+        cleanup,
+        device,
+        economics,
+        plan,
+        report,
+        run,
+        selftest,
+    )
 
-    for module in (build, cleanup, plan, report, run, selftest):
+    for module in (build, cleanup, plan, report, run, selftest, economics, device):
         for command in module.COMMANDS:
             cli.add_command(command)
 

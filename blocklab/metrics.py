@@ -64,6 +64,11 @@ KNOWN_METRICS = (
     MetricInfo("table_free_bytes", "table free bytes after the run", "bytes", None),
     MetricInfo("index_bytes", "index bytes after the run", "bytes", None),
     MetricInfo("latency_stddev_ms", "latency (stddev)", "ms", False),
+    # blocklab.footprint: the data volume after the run, trimmed, per 4 KiB block
+    MetricInfo("footprint_logical_bytes", "relations (table + index) bytes", "bytes", None),
+    MetricInfo("footprint_allocated_bytes", "data volume allocated bytes", "bytes", None),
+    MetricInfo("footprint_lz4_bytes", "data volume bytes, lz4 per 4 KiB block", "bytes", None),
+    MetricInfo("footprint_zstd_bytes", "data volume bytes, zstd per 4 KiB block", "bytes", None),
 )
 _KNOWN = {m.key: m for m in KNOWN_METRICS}
 RUN_COLUMN_METRICS = ("tps", "latency_avg_ms", "latency_stddev_ms")  # in the runs table

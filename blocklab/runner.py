@@ -179,6 +179,7 @@ class _Acc:
     server_alive: bool = True
     probe: ProbeResultLike | None = None
     workload_s: float = 0.0
+    footprint: dict[str, Any] = field(default_factory=dict)  # blocklab.footprint.measure()
 
     def timed(self, name: str, t0: float) -> None:
         self.phases_s[name] = round(time.monotonic() - t0, 6)
@@ -209,7 +210,22 @@ def run_one(
     finally:
         _shutdown(target.cluster, acc)
         _copy_server_log(target.cluster.log_path, log_offset, raw_dir / "server.log")
+    if acc.exit_code == 0 and not acc.reason:
+        _footprint(target, acc)
     return _record(target, label, acc, started_at, now_iso())
+
+
+def _footprint(target: RunTarget, acc: _Acc) -> None:
+    """The data volume on a compressing drive (blocklab.footprint), server stopped."""
+    from blocklab import footprint
+
+    t0 = time.monotonic()
+    probe_metrics = dict(acc.probe.metrics) if acc.probe is not None else {}
+    try:
+        acc.footprint = footprint.measure(target.storage_facts.get("data", {}), probe_metrics)
+    except Exception as e:  # the footprint must not cost the run; the failure is recorded
+        acc.footprint = {"missing": dict.fromkeys(footprint.METRICS, f"{type(e).__name__}: {e}")}
+    acc.timed("footprint_s", t0)
 
 
 def _execute(
@@ -458,6 +474,8 @@ def _fill_results(rec: RunRecord, report: pgbench.PgbenchReport, acc: _Acc) -> N
         series.update(acc.probe.series)
         metrics.update(acc.probe.metrics)
         rec.checkpoints = list(acc.probe.checkpoints)
+    metrics.update(acc.footprint.get("metrics", {}))
+    metrics.update(dict.fromkeys(acc.footprint.get("missing", {}), None))
     series.update(workload_series(acc.stderr))
     metrics["aggregate_log_coverage_ratio"] = aggregate_log_coverage(
         acc.raw_dir / LOG_PREFIX, report.transactions
@@ -510,6 +528,8 @@ def _provenance(target: RunTarget, acc: _Acc, report: pgbench.PgbenchReport) -> 
         phases_s=acc.phases_s,
         storage_facts=dict(target.storage_facts),
     )
+    if acc.footprint:
+        prov["footprint"] = {k: v for k, v in acc.footprint.items() if k != "metrics"}
     if acc.probe is not None:
         prov["probe_facts"] = dict(acc.probe.facts)
         missing = acc.probe.missing

@@ -275,6 +275,9 @@ def test_instrumentation_seam(paths: Paths) -> None:
     assert rec.series["wal_bytes_per_s"] == [(0.0, 1.0)] and "tps" in rec.series
     assert rec.checkpoints == [{"trigger": "time", "start_s": 1.0}]
     assert rec.provenance["probe_missing"] == ["pg_stat_io"]
+    # kind 'dir': the footprint on a compressing drive is missing, with the reason
+    assert rec.metrics["footprint_lz4_bytes"] is None
+    assert "kind 'dir'" in rec.provenance["footprint"]["missing"]["footprint_lz4_bytes"]
     collected = rec.provenance["collected"]
     assert collected["installation"]["key"] == "system-15" and collected["pg_config"]
     assert collected["commands"][-1] == rec.provenance["pgbench_argv"]

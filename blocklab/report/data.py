@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blocklab import device_store
 from blocklab.errors import UserError
 from blocklab.metrics import MetricInfo
 from blocklab.report import shape
@@ -123,7 +124,7 @@ def open_results(results: Path) -> ResultsDB:
             "run an experiment first or point --results at a results directory"
         )
     db = ResultsDB(results, create=False)
-    if not db.experiments():
+    if not db.experiments() and not device_store.profiles(db):
         db.close()
         raise UserError(f"--results: {results} holds no experiment; run one first")
     return db

@@ -25,9 +25,9 @@ from typing import Any
 
 import jinja2
 
-from blocklab import __version__, export
+from blocklab import __version__, device_store, export
 from blocklab.errors import UserError
-from blocklab.report import data, shape
+from blocklab.report import data, devices, shape
 from blocklab.report.data import ExperimentView, RunView
 from blocklab.store import ResultsDB
 
@@ -176,9 +176,26 @@ def _generate(db: ResultsDB, results: Path, out: Path) -> tuple[int, int]:
         charts=False,
         experiments=exps,
         results=str(results),
+        device_profiles=device_store.profiles(db),
     )
     w.page("compare.html", "compare.html", page="compare", data=compare_json(exps))
+    write_devices(w, db)
     return len(exps), sum(len(e.runs) for e in exps)
+
+
+def write_devices(w: Writer, db: ResultsDB) -> None:
+    """devices.html when device profiles are stored (blocklab.report.devices)."""
+    profiles = devices.devices_json(db)
+    if profiles:
+        w.page(
+            "devices.html",
+            "devices.html",
+            page="devices",
+            profiles=profiles,
+            data={"profiles": profiles},
+            ram_price=devices.REPORT_RAM_PRICE_PER_GB,
+            device_price=devices.REPORT_DEVICE_PRICE,
+        )
 
 
 def _unique_slugs(exps: list[ExperimentView]) -> None:

@@ -13,7 +13,10 @@ from typing import Any
 
 from blocklab.errors import UserError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Later versions: version -> DDL file (in blocklab/store) applied on the way up from
+# schema.sql (version 1). Each file only adds (CREATE ... IF NOT EXISTS).
+MIGRATIONS = {2: "schema_v2_device_profiles.sql"}
 RESULTS_DB_NAME = "blocklab.sqlite"
 
 
@@ -84,7 +87,17 @@ class ResultsDB:
         self.conn.executescript(ddl)
         if self.conn.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 0:
             with self.tx():
-                self.conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+                self.conn.execute("INSERT INTO schema_version VALUES (1)")
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        found = self.conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+        for version, name in sorted(MIGRATIONS.items()):
+            if version > found:
+                ddl = resources.files("blocklab.store").joinpath(name).read_text()
+                self.conn.executescript(ddl)
+                with self.tx():
+                    self.conn.execute("INSERT INTO schema_version VALUES (?)", (version,))
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:

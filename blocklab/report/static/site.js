@@ -390,13 +390,33 @@
     });
   }
 
+  // ---- device profiles: value against request size, log axes -----------------------
+
+  function initDevices(d) {
+    const DASH = { 1: "solid", 32: "dash" };
+    function draw(div, p, key, title) {
+      const traces = p.lines.map((l) => ({ type: "scatter", mode: "lines+markers", name: l.name,
+        x: l.kb, y: l[key], line: { dash: DASH[l.depth] || "dot" } }));
+      if (!traces.length) { emptyMessage(div, "no successful point"); return; }
+      Plotly.newPlot(div, traces, { margin: { l: 60, r: 10, t: 10, b: 40 },
+        legend: { orientation: "h", y: -0.25 },
+        xaxis: { type: "log", title: { text: "request size (kB)" }, tickvals: [1, 2, 4, 8, 16, 32, 64] },
+        yaxis: { type: "log", title: { text: title } } }, CONFIG);
+    }
+    document.querySelectorAll(".chart-iops").forEach((div) =>
+      draw(div, d.profiles[+div.dataset.profile], "iops", "IOPS"));
+    document.querySelectorAll(".chart-lat").forEach((div) =>
+      draw(div, d.profiles[+div.dataset.profile], "p99", "p99 latency (µs)"));
+  }
+
   // ---- start -----------------------------------------------------------------------
 
   document.addEventListener("DOMContentLoaded", () => {
     const page = document.body.dataset.page;
     const d = pageData();
     if (!d || typeof Plotly === "undefined") return;
-    const init = { experiment: initExperiment, compare: initCompare, run: initRun, grid: initGrid }[page];
+    const init = { experiment: initExperiment, compare: initCompare, run: initRun, grid: initGrid,
+      devices: initDevices }[page];
     if (init) init(d);
     document.body.dataset.ready = "1";
   });
