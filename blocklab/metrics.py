@@ -7,6 +7,7 @@ name, with a unit guessed from its suffix and no direction.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,6 +41,19 @@ KNOWN_METRICS = (
     ),
     MetricInfo(
         "device_data_read_bytes_per_xact", "data device bytes read per transaction", "bytes", False
+    ),
+    # kind 'dir': the block device under the directory, whatever else uses it is counted
+    MetricInfo(
+        "host_device_write_bytes_per_xact",
+        "host device (shared) bytes written per transaction",
+        "bytes",
+        False,
+    ),
+    MetricInfo(
+        "host_device_read_bytes_per_xact",
+        "host device (shared) bytes read per transaction",
+        "bytes",
+        False,
     ),
     MetricInfo(
         "fpi_bytes_share_of_wal_max",
@@ -75,10 +89,36 @@ RUN_COLUMN_METRICS = ("tps", "latency_avg_ms", "latency_stddev_ms")  # in the ru
 SPEED_METRICS = ("tps", "latency_avg_ms")  # compared as faster/slower
 
 
+# <scope>_<read|write>_bytes[_per_xact], scopes as blocklab.probes.derived.device_scopes
+_DEVICE_KEY = re.compile(r"^(host_device|device)(?:_(\w+?))?_(read|write)_bytes(_per_xact)?$")
+
+
 def metric_info(key: str) -> MetricInfo:
     if key in _KNOWN:
         return _KNOWN[key]
+    device = _device_metric(key)
+    if device is not None:
+        return device
     return MetricInfo(key, key.replace("_", " "), _unit_from_name(key), None)
+
+
+def _device_metric(key: str) -> MetricInfo | None:
+    """Block-device bytes, labelled for what the counters cover: a device of blocklab's
+    own ("data device") or the host's device under a plain directory, shared with
+    everything else on the host ("host device (shared)")."""
+    m = _DEVICE_KEY.match(key)
+    if m is None:
+        return None
+    scope, roles, op, per_xact = m.groups()
+    roles_text = " + ".join("WAL" if r == "wal" else r for r in (roles or "").split("_") if r)
+    if scope == "host_device":
+        who = "host device (shared" + (f", {roles_text})" if roles_text else ")")
+    else:
+        who = f"{roles_text} device"
+    what = "bytes written" if op == "write" else "bytes read"
+    if per_xact:
+        return MetricInfo(key, f"{who} {what} per transaction", "bytes", False)
+    return MetricInfo(key, f"{who} {what}", "bytes", None)
 
 
 def _unit_from_name(key: str) -> str:

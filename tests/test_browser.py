@@ -349,3 +349,56 @@ def test_one_dimension_gets_bars_with_ci_whiskers(
         page.check_clean()
     finally:
         page.ctx.close()
+
+
+def _with_probe_series(results: Path, experiment: str) -> int:
+    """Give one stored run the series the probes write on a plain directory: the shared
+    host device, and counters whose exit flush is kept apart from the per-second line
+    (blocklab.probes.derived.build_series). Returns the run's id."""
+    from blocklab.store import ResultsDB
+
+    with ResultsDB(results) as db:
+        run_id = next(r["id"] for r in db.runs(experiment) if r["status"] == "ok")
+        rows = [(run_id, "blks_hit_per_s", float(t), 50_000.0) for t in range(1, 60)]
+        rows += [(run_id, "host_device_write_bytes_per_s", float(t), 3e6) for t in range(1, 61)]
+        rows += [
+            (run_id, "blks_hit_final_flush", 60.02, 31_000.0),
+            (run_id, "wal_bytes_final_flush", 60.02, 1_234_000.0),
+        ]
+        with db.tx() as c:
+            c.executemany("INSERT INTO series VALUES (?,?,?,?)", rows)
+    return run_id
+
+
+def test_run_page_states_the_final_flush_and_leaves_it_out_of_the_lines(
+    tmp_path: Path, browser: Any, shots: Path
+) -> None:
+    results = tmp_path / "results"
+    write_synthetic_results(results, name="flush", fs_block_sizes=(4096,), rounds=1)
+    run_id = _with_probe_series(results, "flush")
+    build_site(results, tmp_path / "site")
+    page = Page(browser, shots)
+    try:
+        p = page.page
+        p.goto((tmp_path / "site" / "e" / "flush" / "runs" / f"{run_id}.html").as_uri())
+        page.ready()
+        charts = p.evaluate(
+            "Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => ({"
+            " title: d.parentElement.querySelector('h3') ?"
+            "   d.parentElement.querySelector('h3').textContent : '',"
+            " traces: d.data.map(t => [t.name, Math.max(...t.x)]),"
+            " notes: (d.layout.annotations || []).map(a => a.text) }))"
+        )
+        titles = [c["title"] for c in charts]
+        assert not any("final_flush" in t for t in titles), titles  # no chart of its own
+        # no line reaches the final flush's stamp (60.02 s): it is not a point of a line
+        assert all(x < 60.01 for c in charts for _, x in c["traces"]), charts
+        io = next(c for c in charts if c["title"].startswith("Device and WAL"))
+        assert "host device (shared) write MB/s" in [name for name, _ in io["traces"]]
+        assert any("final flush" in n and "wal bytes 1.23 MB" in n for n in io["notes"]), io
+        assert shot(page, "#chart-io", "chart-io-final-flush") > 0.02
+        hits = next(c for c in charts if c["title"] == "blks_hit_per_s")
+        assert any("final flush" in n and "blks hit 31,000" in n for n in hits["notes"]), hits
+        page.check_clean()
+    finally:
+        page.ctx.close()

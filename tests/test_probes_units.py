@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from blocklab.probes import derived, views
+from blocklab.metrics import metric_info
+from blocklab.probes import Device, derived, views
 from blocklab.probes.provenance import parse_pg_config
 from blocklab.probes.sampler import (
     CLK_TCK,
@@ -97,7 +98,7 @@ def test_unknown_server_reports_missing_never_zero() -> None:
     before = snap(0.0, {"xact_commit": 0.0})
     after = snap(10.0, {"xact_commit": 100.0})
     m = derived.derive_metrics(
-        before, after, transactions=100, duration_s=10, block_size_bytes=8192, roles={}
+        before, after, transactions=100, duration_s=10, block_size_bytes=8192, scopes={}
     )
     assert m["wal_bytes"] is None and m["wal_bytes_per_xact"] is None
     assert m["checkpointer_write_bytes"] is None and m["hot_update_ratio"] is None
@@ -157,25 +158,103 @@ def test_series_rates_add_up_and_are_per_role() -> None:
         snap(102.5, {"wal_bytes": 4000.0, "checkpoints_done": 6.0}, devices={"loop1": dev(8192)}),
         snap(103.0, {"wal_bytes": None, "checkpoints_done": 6.0}, devices={"loop1": None}),
     ]
-    series = derived.build_series(s, {"loop1": "wal"}, "checkpoints_done")
-    assert series["wal_bytes_per_s"] == [(1.0, 1000.0), (2.5, 2000.0), (3.0, None)]
+    series = derived.build_series(s, {"loop1": "device_wal"}, "checkpoints_done")
+    # WAL is flushed by backends: the line ends at the last 1 Hz sample, the rest is apart
+    assert series["wal_bytes_per_s"] == [(1.0, 1000.0), (2.5, 2000.0)]
+    assert series["wal_bytes_final_flush"] == [(3.0, None)]
     assert series["device_wal_write_bytes_per_s"][:2] == [(1.0, 4096.0), (2.5, 4096 / 1.5)]
     assert series["device_wal_write_bytes_per_s"][2] == (3.0, None)
     assert [v for _, v in series["checkpoints_done"]] == [0.0, 1.0, 1.0]
     assert series["mem_used_bytes"][0] == (1.0, None)
 
 
-def test_a_few_milliseconds_at_the_end_fold_into_the_last_second() -> None:
-    wal = [0.0, 1000.0, 2000.0, 3000.0, 3500.0]
-    s = [snap(t, {"wal_bytes": w}) for t, w in zip([0.0, 1.0, 2.0, 3.0, 3.02], wal, strict=True)]
-    series = derived.build_series(s, {}, None)["wal_bytes_per_s"]
-    assert series[:2] == [(1.0, 1000.0), (2.0, 1000.0)]
-    t_last, rate = series[-1]
-    assert t_last == 3.02 and rate == pytest.approx(1500.0 / 1.02)
-    # the run's total is kept: sum of rate x dt over the series equals the counter's delta
-    stamps = [0.0] + [t for t, _ in series]
-    total = sum(v * (t - t0) for (t, v), t0 in zip(series, stamps, strict=False))
-    assert total == pytest.approx(3500.0)
+def integral(points: list[tuple[float, float | None]]) -> float:
+    stamps = [0.0] + [t for t, _ in points]
+    return sum((v or 0.0) * (t - t0) for (t, v), t0 in zip(points, stamps, strict=False))
+
+
+def test_the_exit_flush_is_kept_apart_from_the_per_second_line() -> None:
+    # 1000 blocks a second; at 3.0 s the backends still hold 600 unflushed; they exit
+    # and flush them (plus 20 ms of work) before the end-of-run snapshot at 3.02 s
+    hits = [0.0, 1000.0, 2000.0, 3000.0, 3620.0]
+    stamps = [0.0, 1.0, 2.0, 3.0, 3.02]
+    disk = [dev(w) for w in (0, 4096, 8192, 12288, 12288 + 80)]
+    s = [
+        snap(t, {"blks_hit": h, "checkpointer_write_bytes": h}, devices={"sda": d})
+        for t, h, d in zip(stamps, hits, disk, strict=True)
+    ]
+    series = derived.build_series(s, {"sda": "host_device"}, None)
+    assert series["blks_hit_per_s"] == [(1.0, 1000.0), (2.0, 1000.0), (3.0, 1000.0)]
+    assert series["blks_hit_final_flush"] == [(3.02, 620.0)]  # an amount, not a rate
+    assert integral(series["blks_hit_per_s"]) + 620.0 == pytest.approx(3620.0)
+    # the checkpointer flushes its own counters, not at the workload's exit: the few
+    # milliseconds at the end fold into the last second, as the device's do
+    ck = series["checkpointer_write_bytes_per_s"]
+    assert "checkpointer_write_bytes_final_flush" not in series
+    assert ck[-1] == (3.02, pytest.approx(1620.0 / 1.02))
+    assert integral(ck) == pytest.approx(3620.0)
+    wr = series["host_device_write_bytes_per_s"]
+    assert wr[-1] == (3.02, pytest.approx(4176 / 1.02)) and len(wr) == 3
+    assert integral(wr) == pytest.approx(12288 + 80)
+
+
+def test_without_samples_the_whole_window_is_the_final_flush() -> None:
+    s = [snap(0.0, {"xact_commit": 10.0}), snap(0.5, {"xact_commit": 60.0})]
+    series = derived.build_series(s, {}, None)
+    assert "xact_commit_per_s" not in series
+    assert series["xact_commit_final_flush"] == [(0.5, 50.0)]
+
+
+def test_device_scopes_name_what_the_counters_cover() -> None:
+    loop = lambda n, r: Device(n, r, shared=False)  # noqa: E731
+    host = lambda n, r: Device(n, r, shared=True)  # noqa: E731
+    scopes = derived.device_scopes
+    assert scopes([loop("loop1", "data"), loop("loop2", "wal")]) == {
+        "loop1": "device_data",
+        "loop2": "device_wal",
+    }
+    # data and WAL in two directories on one disk: one device, counted once, never "wal"
+    assert scopes([host("sda1", "data"), host("sda1", "wal")]) == {"sda1": "host_device"}
+    assert scopes([host("sda1", "data")]) == {"sda1": "host_device"}
+    assert scopes([loop("loop1", "data"), host("sda1", "wal")]) == {
+        "loop1": "device_data",
+        "sda1": "host_device",
+    }
+    assert scopes([host("sda1", "data"), host("sdb1", "wal")]) == {
+        "sda1": "host_device_data",
+        "sdb1": "host_device_wal",
+    }
+
+
+def test_two_roles_on_one_host_device_are_counted_once() -> None:
+    before = snap(0.0, {}, devices={"sda1": dev(0, 0)})
+    after = snap(2.0, {}, devices={"sda1": dev(1 << 20, 4096)})
+    scopes = derived.device_scopes([Device("sda1", "data"), Device("sda1", "wal")])
+    m = derived.derive_metrics(
+        before, after, transactions=256, duration_s=2, block_size_bytes=8192, scopes=scopes
+    )
+    devices = {k: v for k, v in m.items() if "device" in k}
+    assert devices == {
+        "host_device_read_bytes": 4096.0,
+        "host_device_write_bytes": float(1 << 20),
+        "host_device_read_bytes_per_xact": 16.0,
+        "host_device_write_bytes_per_xact": 4096.0,
+    }
+
+
+def test_device_metric_labels_say_shared_for_the_host_device() -> None:
+    assert metric_info("host_device_write_bytes_per_xact").label == (
+        "host device (shared) bytes written per transaction"
+    )
+    assert (
+        metric_info("host_device_wal_write_bytes").label
+        == "host device (shared, WAL) bytes written"
+    )
+    assert metric_info("device_wal_write_bytes_per_xact").label == (
+        "WAL device bytes written per transaction"
+    )
+    assert metric_info("device_data_write_bytes").label == "data device bytes written"
+    assert metric_info("device_data_write_bytes").unit == "bytes"
 
 
 def test_cpu_percentages() -> None:
@@ -218,7 +297,7 @@ def test_run_metrics_in_bytes() -> None:
         transactions=100,
         duration_s=10,
         block_size_bytes=4096,
-        roles={"loop1": "data", "loop2": "wal"},
+        scopes={"loop1": "device_data", "loop2": "device_wal"},
     )
     assert m["wal_bytes"] == 2e6 and m["wal_bytes_per_xact"] == 2e4
     assert m["wal_fpi_per_record"] == pytest.approx(0.1)
@@ -239,7 +318,7 @@ def test_fpi_share_is_capped() -> None:
         transactions=0,
         duration_s=1,
         block_size_bytes=8192,
-        roles={},
+        scopes={},
     )
     assert m["fpi_bytes_share_of_wal_max"] == 1.0
     assert m["wal_bytes_per_xact"] is None  # no transactions: no per-xact figure

@@ -217,6 +217,65 @@ def test_lab_run_on_ext4_counts_device_bytes_above_wal(
         release_all(state, only_dead_owners=False)
 
 
+# Device bytes are named for what they count: a loop file system of blocklab's own is
+# `device_<role>`; the disk under a plain directory is the host's, shared: `host_device`.
+# Data and WAL in two directories on one disk are one device, never a WAL-only figure.
+LOOP, DIR = StorageRequest(kind="ext4"), StorageRequest(kind="dir")
+DEVICE_LAYOUTS = {
+    "loop-data-loop-wal": (
+        StorageRequest(kind="ext4", wal=LOOP),
+        {"device_data", "device_wal"},
+        "device_wal",
+    ),
+    "dir-data-dir-wal": (StorageRequest(kind="dir", wal=DIR), {"host_device"}, "host_device"),
+    "loop-data-dir-wal": (
+        StorageRequest(kind="ext4", wal=DIR),
+        {"device_data", "host_device"},
+        "host_device",
+    ),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(DEVICE_LAYOUTS))
+def test_lab_run_names_device_bytes_for_what_they_count(
+    paths: Paths, pg15_system: Installation, layout: str
+) -> None:
+    from blocklab.lab import Lab
+    from blocklab.metrics import metric_info
+    from blocklab.model import BuildRequest, DatasetRequest, Variant, WorkloadRequest
+
+    storage, scopes, wal_scope = DEVICE_LAYOUTS[layout]
+    home = paths.home / ("lab" + uuid.uuid4().hex[:6])
+    state = State(home / "state.json")
+    pg15 = BuildRequest(pg="15")
+    v = Variant(
+        build=pg15,
+        storage=storage,
+        dataset=DatasetRequest(scale=1),
+        workload=WorkloadRequest(clients=2, duration_s=3),
+    )
+    try:
+        with Lab(paths, state, log=lambda _m: None, installations={pg15: pg15_system}) as lab:
+            rec = lab.run(v, experiment="t", round_no=1, position=0, raw_dir=home / "raw")
+        assert rec.status == "ok", rec.reason
+    finally:
+        release_all(state, only_dead_owners=False)
+    m = rec.metrics
+    written = {k.removesuffix("_write_bytes") for k in m if k.endswith("_write_bytes")}
+    assert written - {"checkpointer", "bgwriter", "backend", "wal"} == scopes
+    # the WAL reached the device its scope names (the WAL is synced at every commit)
+    wal = m["wal_bytes"]
+    assert wal is not None and wal > 100_000
+    assert (m[f"{wal_scope}_write_bytes"] or 0) >= wal, (m[f"{wal_scope}_write_bytes"], wal)
+    devices = rec.provenance["probe_facts"]["devices"]
+    assert {d["role"] for d in devices} == {"data", "wal"}
+    assert {d["counted_as"] for d in devices} == scopes
+    for scope in scopes:
+        label = metric_info(f"{scope}_write_bytes_per_xact").label
+        shared = scope.startswith("host_device")
+        assert ("host device (shared)" in label) == shared, label
+
+
 # -- `blocklab run` killed mid-run -----------------------------------------------------
 EXPERIMENT = """
 [experiment]

@@ -8,15 +8,23 @@ metric `fpi_bytes_share_of_wal_max` = wal_fpi x block_size_bytes / wal_bytes (ca
 1) is an upper bound of the share of WAL bytes that are page images: an image is at
 most one block (the hole in the middle of a page and wal_compression make it smaller).
 `wal_fpi_per_record` is the count ratio (a record can carry several images).
+
+Devices are named for what their counters cover (see `device_scopes`): a file system of
+blocklab's own (a loop device, or a whole device given to blocklab) is `device_<role>`;
+the block device under a plain directory (kind 'dir') is `host_device`, its counters
+shared with everything else on the host that uses that device.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blocklab.probes.sampler import CLK_TCK, DeviceCounters, Snapshot
+
+if TYPE_CHECKING:
+    from blocklab.probes import DeviceLike
 
 # counter -> series name (per-second rate). Counters ending in _bytes give bytes_per_s.
 RATE_SERIES = {
@@ -39,7 +47,45 @@ RATE_SERIES = {
     "n_tup_newpage_upd": "n_tup_newpage_upd_per_s",
 }
 
-DeviceRoles = Mapping[str, str]  # device name -> role ("data" | "wal")
+# Counters that client backends add to: a backend flushes them at most once a second
+# while it runs and once more as it exits (see `build_series`). The checkpointer's and
+# the background writer's counters are flushed by those processes, not at the
+# workload's exit.
+EXIT_FLUSHED = tuple(
+    c for c in RATE_SERIES if c not in ("checkpointer_write_bytes", "bgwriter_write_bytes")
+)
+FINAL_FLUSH_SUFFIX = "_final_flush"
+
+DeviceScopes = Mapping[str, str]  # device name -> its counters' prefix, see device_scopes()
+HOST_DEVICE = "host_device"
+
+
+def device_scopes(devices: Iterable[DeviceLike]) -> dict[str, str]:
+    """Device name -> the prefix its counters are stored under.
+
+    A device of blocklab's own (not shared) is named for the roles on it: `device_data`,
+    `device_wal` (or `device_data_wal`). A shared device (the one under a kind 'dir'
+    directory) counts everything on the host that uses it, the other role's volume and
+    loop images included, so it is `host_device` whatever roles sit on it, or
+    `host_device_<roles>` when several shared devices must be told apart. Two roles on
+    one device are one device: their bytes are counted once, under one name.
+    """
+    roles: dict[str, list[str]] = {}
+    shared: dict[str, bool] = {}
+    for d in devices:
+        roles.setdefault(d.name, [])
+        if d.role not in roles[d.name]:
+            roles[d.name].append(d.role)
+        shared[d.name] = shared.get(d.name, False) or d.shared
+    n_shared = sum(shared.values())
+    out = {}
+    for name, rs in roles.items():
+        joined = "_".join(sorted(rs))  # "data" < "wal"
+        if not shared[name]:
+            out[name] = f"device_{joined}"
+        else:
+            out[name] = HOST_DEVICE if n_shared == 1 else f"{HOST_DEVICE}_{joined}"
+    return out
 
 
 def delta(a: float | None, b: float | None) -> float | None:
@@ -56,20 +102,81 @@ def ratio(num: float | None, den: float | None) -> float | None:
 
 
 def build_series(
-    snaps: Sequence[Snapshot], roles: DeviceRoles, checkpoint_counter: str | None
+    snaps: Sequence[Snapshot], scopes: DeviceScopes, checkpoint_counter: str | None
 ) -> dict[str, list[tuple[float, float | None]]]:
-    """Rates between consecutive snapshots, stamped at the later one (t_s from snaps[0])."""
-    series: dict[str, list[tuple[float, float | None]]] = {}
+    """Rates between consecutive snapshots, stamped at the later one (t_s from snaps[0]).
+
+    `snaps` is the snapshot at begin(), the 1 Hz samples, then the end-of-run snapshot,
+    taken after the workload's client backends have exited.
+
+    The final flush. A client backend adds its counts to the pg_stat views at most once
+    a second while it runs, and once more as it exits with whatever it had not flushed
+    yet: up to a second of its work, each backend on its own phase. So the interval
+    from the last 1 Hz sample to the end-of-run snapshot holds the run's tail plus that
+    backlog, on average half a second of every backend's work arriving at once; drawn
+    as a rate it is a spike at the end of every run (about 1.5-2x), an artefact of how
+    statistics are flushed, not of the workload. The work in it was done during the
+    last second or so, but when exactly is not known: spreading it over a guessed
+    interval would invent a shape, and spreading it over the run would change every
+    honest point. So for the counters client backends flush (EXIT_FLUSHED) the series
+    ends at the last 1 Hz sample, and the final interval is kept apart as an amount,
+    not a rate: `<counter>_final_flush` (e.g. `blks_hit_final_flush`,
+    `wal_bytes_final_flush`), one point stamped at the end-of-run snapshot. The suffix is
+    the flag: it is stored, exported and charted as such (the run page leaves it out of
+    the lines and states it). Totals stay exact: rate x dt over the series plus the
+    final flush is the counter's difference over the whole window.
+
+    Counters read at the instant (devices, CPU, memory) and those of the checkpointer
+    and background writer have no such backlog: a final interval of a few milliseconds
+    is folded into the second before it (`without_short_tail`), the rest is a rate.
+    """
     if len(snaps) < 2:
-        return series
-    snaps = without_short_tail(snaps)
-    t0 = snaps[0].epoch
-    names = [c for c in RATE_SERIES if c in snaps[0].pg]
+        return {}
+    series = _counter_series(snaps[:-1], snaps[0].epoch, EXIT_FLUSHED)
+    series |= _final_flush(snaps[-2], snaps[-1], snaps[0].epoch)
+    folded = without_short_tail(snaps)
+    others = [c for c in RATE_SERIES if c not in EXIT_FLUSHED]
+    series |= _counter_series(folded, snaps[0].epoch, others)
+    return series | _host_series(folded, scopes, checkpoint_counter)
+
+
+def _stamps(prev: Snapshot, cur: Snapshot, t0: float) -> tuple[float, float]:
+    """(t, dt): rates use the same rounded stamps as the series, so rate x dt adds up."""
+    t, t_prev = round(cur.epoch - t0, 3), round(prev.epoch - t0, 3)
+    return t, t - t_prev
+
+
+def _counter_series(
+    snaps: Sequence[Snapshot], t0: float, counters: Iterable[str]
+) -> dict[str, list[tuple[float, float | None]]]:
+    series: dict[str, list[tuple[float, float | None]]] = {}
+    names = [c for c in counters if c in snaps[0].pg]
     for prev, cur in zip(snaps, snaps[1:], strict=False):
-        # rates use the same rounded stamps as the series, so rate x dt adds up exactly
-        t, t_prev = round(cur.epoch - t0, 3), round(prev.epoch - t0, 3)
-        dt = t - t_prev
-        point = _rates(prev, cur, dt, names) | _device_rates(prev, cur, dt, roles)
+        t, dt = _stamps(prev, cur, t0)
+        for name, value in _rates(prev, cur, dt, names).items():
+            series.setdefault(name, []).append((t, value))
+    return series
+
+
+def _final_flush(
+    last_sample: Snapshot, end: Snapshot, t0: float
+) -> dict[str, list[tuple[float, float | None]]]:
+    """What the exit-flushed counters gained from the last 1 Hz sample to the end."""
+    t = round(end.epoch - t0, 3)
+    return {
+        c + FINAL_FLUSH_SUFFIX: [(t, delta(last_sample.pg.get(c), end.pg.get(c)))]
+        for c in EXIT_FLUSHED
+        if c in last_sample.pg
+    }
+
+
+def _host_series(
+    snaps: Sequence[Snapshot], scopes: DeviceScopes, checkpoint_counter: str | None
+) -> dict[str, list[tuple[float, float | None]]]:
+    series: dict[str, list[tuple[float, float | None]]] = {}
+    for prev, cur in zip(snaps, snaps[1:], strict=False):
+        t, dt = _stamps(prev, cur, snaps[0].epoch)
+        point = _device_rates(prev, cur, dt, scopes)
         point |= _cpu_pcts(prev.cpu_ticks, cur.cpu_ticks) | _mem(cur.mem)
         if checkpoint_counter is not None:
             point["checkpoints_done"] = _checkpoints_since(snaps[0], cur, checkpoint_counter)
@@ -80,7 +187,8 @@ def build_series(
 
 # A final interval shorter than this share of the usual one (the end-of-run snapshot taken
 # just after the last 1 Hz sample) is folded into the interval before it: a rate over a few
-# milliseconds is noise, and folding keeps rate x dt summing to the run's totals.
+# milliseconds is noise, and folding keeps rate x dt summing to the run's totals. Only for
+# counters without an exit flush (see build_series).
 SHORT_TAIL_SHARE = 0.25
 
 
@@ -100,31 +208,40 @@ def _rates(
     return {RATE_SERIES[n]: ratio(delta(prev.pg.get(n), cur.pg.get(n)), dt) for n in names}
 
 
-def _device_totals(snap: Snapshot, roles: DeviceRoles) -> dict[str, tuple[int, int] | None]:
-    """role -> (read_bytes, write_bytes) summed over its devices; None if one is unreadable."""
+def _device_totals(snap: Snapshot, scopes: DeviceScopes) -> dict[str, tuple[int, int] | None]:
+    """scope -> (read_bytes, write_bytes) summed over its devices; None if one is unreadable."""
     out: dict[str, tuple[int, int] | None] = {}
-    for name, role in roles.items():
+    for name, scope in scopes.items():
         c: DeviceCounters | None = snap.devices.get(name)
-        have = out.get(role, (0, 0))
-        out[role] = (
+        have = out.get(scope, (0, 0))
+        out[scope] = (
             None if c is None or have is None else (have[0] + c.read_bytes, have[1] + c.write_bytes)
         )
     return out
 
 
 def _device_rates(
-    prev: Snapshot, cur: Snapshot, dt: float, roles: DeviceRoles
+    prev: Snapshot, cur: Snapshot, dt: float, scopes: DeviceScopes
 ) -> dict[str, float | None]:
-    a, b = _device_totals(prev, roles), _device_totals(cur, roles)
     out: dict[str, float | None] = {}
-    for role in a:
-        pa, pb = a[role], b.get(role)
-        out[f"device_{role}_read_bytes_per_s"] = (
-            None if pa is None or pb is None else (pb[0] - pa[0]) / dt
-        )
-        out[f"device_{role}_write_bytes_per_s"] = (
-            None if pa is None or pb is None else (pb[1] - pa[1]) / dt
-        )
+    for scope, (rd, wr) in _device_deltas(prev, cur, scopes).items():
+        out[f"{scope}_read_bytes_per_s"] = ratio(rd, dt)
+        out[f"{scope}_write_bytes_per_s"] = ratio(wr, dt)
+    return out
+
+
+def _device_deltas(
+    a: Snapshot, b: Snapshot, scopes: DeviceScopes
+) -> dict[str, tuple[float | None, float | None]]:
+    """scope -> (read_bytes, write_bytes) between two snapshots; None if unreadable."""
+    ta, tb = _device_totals(a, scopes), _device_totals(b, scopes)
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for scope, pa in ta.items():
+        pb = tb.get(scope)
+        if pa is None or pb is None:
+            out[scope] = (None, None)
+        else:
+            out[scope] = (float(pb[0] - pa[0]), float(pb[1] - pa[1]))
     return out
 
 
@@ -168,7 +285,7 @@ def derive_metrics(
     transactions: int,
     duration_s: float,
     block_size_bytes: int,
-    roles: DeviceRoles,
+    scopes: DeviceScopes,
 ) -> dict[str, float | None]:
     d = {k: delta(before.pg.get(k), after.pg.get(k)) for k in after.pg}
     xacts = transactions if transactions > 0 else None
@@ -176,7 +293,7 @@ def derive_metrics(
     m |= _wal_metrics(d, xacts, block_size_bytes)
     m |= _write_metrics(d, xacts)
     m |= _table_metrics(d)
-    m |= _device_metrics(before, after, roles, xacts)
+    m |= _device_metrics(before, after, scopes, xacts)
     m |= _cpu_metrics(before, after, xacts)
     m["cache_hit_ratio"] = ratio(d.get("blks_hit"), _sum(d.get("blks_hit"), d.get("blks_read")))
     m["xact_commit"] = d.get("xact_commit")
@@ -238,17 +355,14 @@ def _table_metrics(d: Mapping[str, float | None]) -> dict[str, float | None]:
 
 
 def _device_metrics(
-    before: Snapshot, after: Snapshot, roles: DeviceRoles, xacts: int | None
+    before: Snapshot, after: Snapshot, scopes: DeviceScopes, xacts: int | None
 ) -> dict[str, float | None]:
-    a, b = _device_totals(before, roles), _device_totals(after, roles)
     m: dict[str, float | None] = {}
-    for role in a:
-        pa, pb = a[role], b.get(role)
-        rd = None if pa is None or pb is None else float(pb[0] - pa[0])
-        wr = None if pa is None or pb is None else float(pb[1] - pa[1])
-        m[f"device_{role}_read_bytes"] = rd
-        m[f"device_{role}_write_bytes"] = wr
-        m[f"device_{role}_write_bytes_per_xact"] = _per(wr, xacts)
+    for scope, (rd, wr) in _device_deltas(before, after, scopes).items():
+        m[f"{scope}_read_bytes"] = rd
+        m[f"{scope}_write_bytes"] = wr
+        m[f"{scope}_read_bytes_per_xact"] = _per(rd, xacts)
+        m[f"{scope}_write_bytes_per_xact"] = _per(wr, xacts)
     return m
 
 

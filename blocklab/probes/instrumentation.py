@@ -67,7 +67,11 @@ class Instrumentation:
         self._before = self._snapshot(with_server_cpu=True)
 
     def end(self, transactions: int, duration_s: float) -> ProbeResult:
-        """Stop the sampler, take the final snapshot, parse the log, derive the metrics."""
+        """Stop the sampler, take the final snapshot, parse the log, derive the metrics.
+
+        Call it right after the workload ends: the interval from the last 1 Hz sample to
+        the final snapshot is where the backends' exit flush is attributed
+        (derived.build_series)."""
         if self._sampler is None or self._before is None or self._plan is None:
             raise RunError("probes: end() called without begin()")
         samples = self._sampler.stop()
@@ -135,8 +139,8 @@ class Instrumentation:
         except psycopg.Error as e:
             return [], [f"space (pgstattuple): {e}".strip()]
 
-    def _roles(self) -> dict[str, str]:
-        return {d.name: d.role for d in self.ctx.devices}
+    def _scopes(self) -> dict[str, str]:
+        return derived.device_scopes(self.ctx.devices)
 
     def _checkpoint_counter(self) -> str | None:
         assert self._plan is not None
@@ -157,7 +161,7 @@ class Instrumentation:
         duration_s: float,
     ) -> ProbeResult:
         assert self._before is not None and self._plan is not None
-        before, roles, counter = self._before, self._roles(), self._checkpoint_counter()
+        before, scopes, counter = self._before, self._scopes(), self._checkpoint_counter()
         snaps = [before, *samples, after]
         metrics = derived.derive_metrics(
             before,
@@ -165,7 +169,7 @@ class Instrumentation:
             transactions=transactions,
             duration_s=duration_s,
             block_size_bytes=self.ctx.block_size_bytes,
-            roles=roles,
+            scopes=scopes,
         )
         metrics |= derived.space_metrics(space_rows)
         timeline, ck_metrics, ck_facts = self._checkpoints(before, after, counter)
@@ -174,7 +178,7 @@ class Instrumentation:
         missing = list(self._plan.missing) + space_missing
         if self._log_missing:
             missing.append("server_log")
-        series = derived.build_series(snaps, roles, counter)
+        series = derived.build_series(snaps, scopes, counter)
         return ProbeResult(series, metrics, timeline, facts, missing)
 
     def _checkpoints(
@@ -212,6 +216,7 @@ class Instrumentation:
 
     def _facts(self, snaps: list[Snapshot], counter: str | None) -> dict[str, Any]:
         assert self._plan is not None and self._sampler is not None
+        scopes = self._scopes()
         errors = [e for s in snaps for e in s.errors]
         gaps = [b.epoch - a.epoch for a, b in zip(snaps, snaps[1:], strict=False)]
         return {
@@ -222,7 +227,8 @@ class Instrumentation:
             "sample_errors": errors[:20],
             "sampler_failure": self._sampler.failure,
             "devices": [
-                {"name": d.name, "role": d.role, "shared": d.shared} for d in self.ctx.devices
+                {"name": d.name, "role": d.role, "shared": d.shared, "counted_as": scopes[d.name]}
+                for d in self.ctx.devices
             ],
             "block_size_bytes": self.ctx.block_size_bytes,
             "wal_block_size_bytes": self.ctx.wal_block_size_bytes,
