@@ -344,7 +344,7 @@ def test_one_dimension_gets_bars_with_ci_whiskers(
             "(() => { const t = document.getElementById('heatmap').data[0];"
             " return [t.type, t.x, t.error_y.array.every(v => v > 0)]; })()"
         )
-        assert trace == ["bar", ["4", "8", "16"], True]
+        assert trace == ["bar", ["4 kB", "8 kB", "16 kB"], True]
         assert shot(page, "#heatmap", "bars") > 0.05
         page.check_clean()
     finally:
