@@ -18,18 +18,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from blocklab import dataset, runner, settings_catalogue
+from blocklab import dataset, runner, settings_catalogue, sizing
 from blocklab.cluster import Cluster, private_dir, server_user
 from blocklab.errors import BlocklabError, StorageError, UserError
 from blocklab.installation import Installation
-from blocklab.model import BuildRequest, DatasetRequest, StorageRequest, Variant
+from blocklab.model import BuildRequest, StorageRequest, Variant
 from blocklab.paths import Paths, ensure_dir
 from blocklab.proc import User
 from blocklab.settings_policy import Catalogue
 from blocklab.state import State
 from blocklab.store import RunRecord
 
-MIB = 1024 * 1024
 _DEFAULT = object()
 
 
@@ -68,13 +67,6 @@ class DatasetInfo:
     size_bytes: int
 
 
-def dataset_size_estimate_bytes(req: DatasetRequest) -> int:
-    """Room a dataset and its runs need: pgbench's ~16 MiB per scale unit grown by the
-    fillfactor, doubled for updates, plus 2 GiB for WAL."""
-    data = req.scale * 16 * MIB * 100 // req.fillfactor
-    return 2 * data + 2048 * MIB
-
-
 def storage_name(req: StorageRequest) -> str:
     return f"{req.kind}-{req.digest(8)}"
 
@@ -89,6 +81,7 @@ class Lab:
         installations: Mapping[BuildRequest, Installation] | None = None,
         instrumentation: Any = _DEFAULT,
         references: Mapping[str, Variant] | None = None,
+        variants: Sequence[Variant] = (),
     ):
         self.paths = paths
         self.state = state
@@ -96,6 +89,7 @@ class Lab:
         self._installs: dict[BuildRequest, Installation] = dict(installations or {})
         self._instrumentation = instrumentation
         self._references = dict(references or {})  # variant_id -> its reference variant
+        self._variants = list(variants)  # every variant to run: storages are sized for all
         self._storages: dict[str, ProvisionedLike] = {}
         self._clusters: dict[tuple[str, str], Cluster] = {}
         self._snapshots: dict[str, dataset.Snapshot] = {}
@@ -154,17 +148,24 @@ class Lab:
             self._installs[req] = ensure_build(req, self.paths, log=self.log)
         return self._installs[req]
 
-    def storage(self, req: StorageRequest, *, min_size_bytes: int) -> ProvisionedLike:
+    def storage(self, req: StorageRequest, *, needs: sizing.StorageNeeds) -> ProvisionedLike:
         name = storage_name(req)
         if name not in self._storages:
-            self._storages[name] = self._provision(req, name, min_size_bytes)
+            self._storages[name] = self._provision(req, name, needs)
         return self._storages[name]
 
-    def _provision(self, req: StorageRequest, name: str, min_size_bytes: int) -> ProvisionedLike:
+    def _provision(
+        self, req: StorageRequest, name: str, needs: sizing.StorageNeeds
+    ) -> ProvisionedLike:
         provision = _storage_provision()
         if provision is not None:
             return provision(
-                req, name=name, paths=self.paths, state=self.state, min_size_bytes=min_size_bytes
+                req,
+                name=name,
+                paths=self.paths,
+                state=self.state,
+                min_size_bytes=needs.data.bytes,
+                wal_min_size_bytes=needs.wal.bytes if needs.wal else 0,
             )
         if req.kind != "dir" or req.memory_limit_bytes is not None:
             raise StorageError(
@@ -243,9 +244,8 @@ class Lab:
     def prepare(self, variant: Variant) -> runner.RunTarget:
         """Build, storage, server and dataset for a variant (each made once)."""
         inst = self.install(variant.build)
-        store = self.storage(
-            variant.storage, min_size_bytes=dataset_size_estimate_bytes(variant.dataset)
-        )
+        needs = sizing.needs_by_storage([*self._variants, variant])[variant.storage]
+        store = self.storage(variant.storage, needs=needs)
         cluster = self.cluster(inst, variant.storage, store)
         snap = self.dataset(variant, inst, cluster)
         ref = self._references.get(variant.variant_id, variant)

@@ -967,10 +967,12 @@ def _pydantic_message(e: pydantic.ValidationError) -> str:
 
 
 def _validate_elsewhere(variants: Iterable[Variant]) -> None:
-    """Build and storage checks belong to their modules (blocklab.build, blocklab.storage)."""
-    from blocklab import build, storage
+    """Build and storage checks belong to their modules (blocklab.build, blocklab.storage);
+    each storage must hold what blocklab.sizing estimates its largest variant needs."""
+    from blocklab import build, sizing, storage
     from blocklab.paths import Paths
 
+    variants = list(variants)
     builds = {v.build.digest(): v.build for v in variants}
     storages = {v.storage.digest(): v.storage for v in variants}
     for req in builds.values():
@@ -981,6 +983,8 @@ def _validate_elsewhere(variants: Iterable[Variant]) -> None:
     paths = Paths.from_env()
     for sreq in storages.values():
         storage.validate(sreq, paths=paths, key="matrix.storage")
+    for sreq, needs in sizing.needs_by_storage(variants).items():
+        storage.check_room(sreq, needs, paths=paths, key="matrix.storage")
 
 
 # ---------------------------------------------------------------- the demo

@@ -138,13 +138,16 @@ def test_storage_table_maps_onto_storage_request(tmp_path: Path) -> None:
 [experiment]
 name = "st"
 reference = { fs_block_size = "4k" }
+[matrix]
+scale = 1
+settings = { max_wal_size = "128MB" }  # the WAL storage holds 376 MB with headroom
 [matrix.storage]
 kind = "xfs"
 block_size = [1024, "4k"]
 size_mb = 512
 mount_options = ["noatime"]
 memory_limit = "1GiB"
-wal = { kind = "ext4", block_size = 4096, size_mb = 256 }
+wal = { kind = "ext4", block_size = 4096, size_mb = 400 }
 """,
     )
     exp = spec.load(f)

@@ -180,7 +180,7 @@ def _execute(
             f"results in {paths.results}"
         )
         references = {v.variant_id: exp.variant(exp.reference_for(v)) for v in variants}
-        with Lab(paths, state, log=progress.note, references=references) as lab:
+        with Lab(paths, state, log=progress.note, references=references, variants=variants) as lab:
             _prepare(lab, variants, err)
             loop = Loop(exp, variants, db=db, lab=lab, progress=progress)
             return loop.run(rule), list(lab.datasets.values())

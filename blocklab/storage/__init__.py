@@ -8,7 +8,7 @@ Everything made is recorded in State first; blocklab.storage.cleanup releases le
 
 from __future__ import annotations
 
-from blocklab.storage.validation import validate
+from blocklab.storage.validation import check_room, validate
 from blocklab.storage.volumes import DeviceRef, Provisioned, provision
 
-__all__ = ["DeviceRef", "Provisioned", "provision", "validate"]
+__all__ = ["DeviceRef", "Provisioned", "check_room", "provision", "validate"]

@@ -178,6 +178,28 @@ def image_size_bytes(fstype: str, size_mb: int | None, min_size_bytes: int) -> i
     """Size of a loop image: the request, else room for the data plus headroom."""
     if size_mb is not None:
         return size_mb * MIB
-    wanted = int(min_size_bytes * 1.3) + 64 * MIB
+    return required_image_bytes(fstype, min_size_bytes)
+
+
+def required_image_bytes(fstype: str, need_bytes: int) -> int:
+    """The smallest image that holds `need_bytes` of files: 30 % + 64 MiB on top for what
+    the file system keeps for itself (ext4 reserves 5 % for root, which the server user
+    cannot use, plus inode tables and a journal of up to 64 MiB at these sizes; xfs and
+    btrfs keep a log and metadata), and never below what mkfs accepts."""
+    wanted = int(need_bytes * 1.3) + 64 * MIB
     size = max(wanted, MIN_SIZE_MB[fstype] * MIB)
     return (size + MIB - 1) // MIB * MIB
+
+
+def check_size_mb(fstype: str, size_mb: int | None, need_bytes: int, key: str, how: str) -> None:
+    """UserError when an image of `size_mb` cannot hold `need_bytes` (and why they are needed)."""
+    if size_mb is None:
+        return
+    required = required_image_bytes(fstype, need_bytes)
+    if size_mb * MIB < required:
+        raise UserError(
+            f"{key}.size_mb: {size_mb} MB is less than the {required} bytes "
+            f"({required // MIB} MB) this storage needs: {need_bytes} bytes ({how}), "
+            f"+ 30 % + 64 MiB for {fstype}'s own metadata; "
+            f"allowed: size_mb >= {required // MIB}, or no size_mb (sized automatically)"
+        )

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from blocklab.errors import StorageError, UserError
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
+from blocklab.sizing import Need, StorageNeeds
 from blocklab.storage import capabilities, cgroup, safety
 from blocklab.storage.devices import device_for_path
 from blocklab.storage.kinds import (
@@ -18,7 +20,9 @@ from blocklab.storage.kinds import (
     MIN_SIZE_MB,
     check_mkfs_options,
     check_mount_options,
+    check_size_mb,
     fs_type,
+    required_image_bytes,
 )
 
 MIN_MEMORY_LIMIT_BYTES = 32 * MIB
@@ -133,3 +137,37 @@ def _validate_wal(wal: StorageRequest, paths: Paths, key: str) -> None:
     if wal.drop_caches:
         raise UserError(f"{key}.drop_caches: set it on the data storage, not on the WAL storage")
     validate(wal, paths=paths, key=key)
+
+
+def check_room(
+    req: StorageRequest, needs: StorageNeeds, *, paths: Paths, key: str = "storage"
+) -> None:
+    """UserError when the storage (or its WAL storage) cannot hold what blocklab.sizing
+    estimates: an image's size_mb, a device's size, a directory's free space."""
+    _check_volume(req, needs.data, paths, key)
+    if req.wal is not None and needs.wal is not None:
+        _check_volume(req.wal, needs.wal, paths, f"{key}.wal")
+
+
+def _check_volume(req: StorageRequest, need: Need, paths: Paths, key: str) -> None:
+    if req.kind in FS_KINDS:
+        check_size_mb(req.kind, req.size_mb, need.bytes, key, need.how)
+    elif req.kind == "device" and req.path:
+        fstype = fs_type(req.kind, req.fs)
+        name = safety.block_device_name(req.path, f"{key}.path")
+        size = int(Path(f"/sys/class/block/{name}/size").read_text()) * 512
+        required = required_image_bytes(fstype, need.bytes)
+        if size < required:
+            raise UserError(
+                f"{key}.path: {req.path} holds {size} bytes, less than the {required} bytes "
+                f"this storage needs: {need.bytes} bytes ({need.how}), + 30 % + 64 MiB for "
+                f"{fstype}'s own metadata"
+            )
+    elif req.kind == "dir":
+        where = _existing_ancestor(Path(req.path) if req.path else paths.work)
+        free = shutil.disk_usage(where).free
+        if free < need.bytes:
+            raise UserError(
+                f"{key}.path: {where} has {free} bytes free, less than the {need.bytes} bytes "
+                f"this storage needs ({need.how}); free some space or set {key}.path"
+            )

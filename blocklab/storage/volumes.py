@@ -24,8 +24,8 @@ from blocklab.storage import loopfs, safety
 from blocklab.storage.devices import device_for_path, is_mount_point
 from blocklab.storage.kinds import (
     DEFAULT_BLOCK_SIZE,
-    MIB,
     FsSpec,
+    check_size_mb,
     fs_type,
     image_size_bytes,
     info_argv,
@@ -33,7 +33,6 @@ from blocklab.storage.kinds import (
     notes_for,
 )
 
-WAL_MIN_SIZE_BYTES = 2 * 1024 * MIB  # sparse: room for max_wal_size and then some
 SHARED_NOTE = (
     "kind 'dir': the counters are those of the whole block device under the directory, "
     "so other activity on that device is included"
@@ -97,15 +96,23 @@ class Provisioned:
 
 
 def provision(
-    req: StorageRequest, *, name: str, paths: Paths, state: State, min_size_bytes: int
+    req: StorageRequest,
+    *,
+    name: str,
+    paths: Paths,
+    state: State,
+    min_size_bytes: int,
+    wal_min_size_bytes: int = 0,
 ) -> Provisioned:
-    """Make the storage `req` asks for; release everything made if any step fails."""
+    """Make the storage `req` asks for; release everything made if any step fails.
+    The data volume must hold `min_size_bytes`, a WAL volume `wal_min_size_bytes`
+    (blocklab.sizing estimates both)."""
     _check_name(name)
     volumes: list[Volume] = []
     try:
         volumes.append(_volume(req, "data", name, paths, state, min_size_bytes))
         if req.wal is not None:
-            volumes.append(_volume(req.wal, "wal", name, paths, state, WAL_MIN_SIZE_BYTES))
+            volumes.append(_volume(req.wal, "wal", name, paths, state, wal_min_size_bytes))
     except BaseException:
         for vol in reversed(volumes):
             vol.release()
@@ -183,12 +190,9 @@ def _fs_volume(
         device = _claim_device(req)
         vol.facts.update(device_path=req.path)
     else:
+        key = "storage" if vol.role == "data" else "storage.wal"
+        check_size_mb(spec.fstype, req.size_mb, min_size_bytes, key, f"the {vol.role} needs")
         size_bytes = image_size_bytes(spec.fstype, req.size_mb, min_size_bytes)
-        if size_bytes < min_size_bytes:
-            raise UserError(
-                f"storage.size_mb: {req.size_mb} MB is less than the {min_size_bytes} bytes "
-                f"the {vol.role} needs"
-            )
         device = _attach_image(vol, image, size_bytes, state)
     argv = mkfs_argv(spec, device)
     mkfs = proc.run(argv, timeout_s=1800)
