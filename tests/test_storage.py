@@ -18,9 +18,10 @@ from blocklab.errors import CommandError, StorageError, UserError
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
 from blocklab.state import State
-from blocklab.storage import Provisioned, cgroup, loopfs, provision, validate
+from blocklab.storage import Provisioned, capabilities, cgroup, loopfs, provision, validate
 from blocklab.storage.cleanup import release_all
 from blocklab.storage.devices import device_for_path, read_stat
+from blocklab.storage.kinds import CANDIDATE_BLOCK_SIZES, DEFAULT_BLOCK_SIZE, FS_KINDS
 
 pytestmark = [
     pytest.mark.root,
@@ -65,6 +66,19 @@ def write_and_fsync(directory: Path, nbytes: int) -> Path:
     return path
 
 
+def probed(paths: Paths, fstype: str) -> list[int]:
+    """The block sizes this machine's kernel mounts for `fstype` (the probe's answer)."""
+    return capabilities.supported_block_sizes(paths)[fstype]
+
+
+def require_block_size(paths: Paths, req: StorageRequest) -> None:
+    """Skip, with the reason, a case this machine's kernel cannot mount."""
+    size = req.block_size or DEFAULT_BLOCK_SIZE
+    supported = probed(paths, req.kind)
+    if size not in supported:
+        pytest.skip(f"{req.kind} does not mount {size}-byte blocks on {os.uname().release}")
+
+
 def written_while(device: str, action: object) -> int:
     before = read_stat(device)
     assert callable(action)
@@ -77,7 +91,7 @@ KINDS = [
     StorageRequest(kind="ext4", mount_options=("noatime", "data=writeback", "nobarrier")),
     StorageRequest(kind="ext4", block_size=1024, mount_options=("data=journal",)),
     StorageRequest(kind="xfs", block_size=4096),
-    StorageRequest(kind="xfs", block_size=16384, mount_options=("noatime",)),
+    StorageRequest(kind="xfs", block_size=16384, mount_options=("noatime",)),  # > page size
     StorageRequest(kind="btrfs", mount_options=("nodatacow",)),
     StorageRequest(kind="btrfs", mount_options=("compress=zstd",)),
 ]
@@ -87,6 +101,7 @@ KINDS = [
 def test_loop_fs_counts_the_bytes_written(
     req: StorageRequest, paths: Paths, state: State, name: str
 ) -> None:
+    require_block_size(paths, req)
     validate(req, paths=paths)
     prov = provision(req, name=name, paths=paths, state=state, min_size_bytes=32 * MIB)
     try:
@@ -187,12 +202,6 @@ def test_failed_mount_releases_what_was_made(paths: Paths, state: State, name: s
 
 # -- validation -----------------------------------------------------------------------
 BAD = [
-    (
-        StorageRequest(kind="ext4", block_size=8192),
-        "storage.block_size: ext4 allows 1024, 2048, 4096",
-    ),
-    (StorageRequest(kind="btrfs", block_size=16384), "storage.block_size: btrfs allows 4096"),
-    (StorageRequest(kind="xfs", block_size=3000), "storage.block_size: xfs allows 1024"),
     (StorageRequest(kind="ext4", mount_options=("data=fast",)), "storage.mount_options"),
     (StorageRequest(kind="xfs", mount_options=("nobarrier",)), "storage.mount_options"),
     (StorageRequest(kind="ext4", mkfs_options=("-b", "2048")), "storage.mkfs_options"),
@@ -206,7 +215,7 @@ BAD = [
     (StorageRequest(kind="device"), "storage.path"),
     (StorageRequest(kind="ext4", erase_confirmed=True), "storage.erase_confirmed"),
     (StorageRequest(kind="ext4", memory_limit_bytes=1024), "storage.memory_limit_bytes"),
-    (StorageRequest(wal=StorageRequest(kind="ext4", block_size=8192)), "storage.wal.block_size"),
+    (StorageRequest(wal=StorageRequest(kind="ext4", block_size=3000)), "storage.wal.block_size"),
     (StorageRequest(wal=StorageRequest(memory_limit_bytes=1 << 30)), "storage.wal.memory_limit"),
 ]
 
@@ -224,12 +233,40 @@ def _tree(root: Path) -> list[str]:
     return sorted(str(p) for p in root.rglob("*")) if root.exists() else []
 
 
+@pytest.mark.parametrize("fstype", FS_KINDS)
+def test_validation_allows_exactly_what_the_probe_mounted(fstype: str, paths: Paths) -> None:
+    supported = probed(paths, fstype)
+    allowed = f"storage.block_size: {fstype} allows {', '.join(map(str, supported))} here"
+    for size in supported:
+        validate(StorageRequest(kind=fstype, block_size=size), paths=paths)
+    for size in [3000, *(b for b in CANDIDATE_BLOCK_SIZES[fstype] if b not in supported)]:
+        with pytest.raises(UserError) as e:
+            validate(StorageRequest(kind=fstype, block_size=size), paths=paths)
+        assert allowed in str(e.value) and f"not {size}" in str(e.value)
+
+
 def test_probe_is_remembered(paths: Paths) -> None:
     validate(StorageRequest(kind="ext4"), paths=paths)
     cached = json.loads((paths.cache / "storage-capabilities.json").read_text())
-    assert cached["block_sizes"]["ext4"] == [1024, 2048, 4096]
-    assert 65536 in cached["block_sizes"]["xfs"]  # kernel 6.18: xfs block size > page size
+    assert cached["block_sizes"] == capabilities.supported_block_sizes(paths)
     assert cached["key"]["kernel"] == os.uname().release
+    # Linux mounts ext4 at every power of two from 1 kB up to the page size
+    page = os.sysconf("SC_PAGE_SIZE")
+    assert [b for b in cached["block_sizes"]["ext4"] if b <= page] == [
+        b for b in CANDIDATE_BLOCK_SIZES["ext4"] if b <= page
+    ]
+
+
+def test_the_largest_probed_block_size_really_mounts(paths: Paths, state: State, name: str) -> None:
+    """xfs blocks above the page size exist on recent kernels only: take the probe's word
+    and check it on a real file system (skipped where the kernel stops at the page size)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    largest = max(probed(paths, "xfs"), default=0)
+    if largest <= page:
+        pytest.skip(f"xfs mounts no block larger than the {page}-byte page on this kernel")
+    req = StorageRequest(kind="xfs", block_size=largest)
+    with provision(req, name=name, paths=paths, state=state, min_size_bytes=0) as prov:
+        assert f"bsize={largest}" in prov.facts["data"]["fs_info"]
 
 
 # -- real block devices ----------------------------------------------------------------
