@@ -176,3 +176,21 @@ def test_plan_accepts_a_small_data_volume_when_wal_has_its_own(tmp_path: Path) -
     storage = '{kind = "ext4", size_mb = 256, wal = {kind = "ext4", size_mb = 512}}'
     r = plan(tmp_path, scale=1, storage=storage, max_wal_size="128MB")
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="a small file system needs a loop device")
+def test_plan_refuses_a_directory_without_the_free_space(tmp_path: Path, paths: Paths) -> None:
+    from blocklab.state import State
+    from blocklab.storage import provision
+
+    state = State(paths.home / f"state-{uuid.uuid4().hex[:8]}.json")
+    small = StorageRequest(kind="ext4", size_mb=64)
+    with provision(small, name=f"t{uuid.uuid4().hex[:8]}", paths=paths, state=state,
+                   min_size_bytes=0) as prov:  # fmt: skip
+        storage = f'{{kind = "dir", path = "{prov.data_dir}/pg"}}'
+        r = plan(tmp_path, scale=1, storage=storage, max_wal_size="1GB")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"matrix.storage.path: {prov.data_dir} has " in r.stderr
+    assert "bytes free, less than the" in r.stderr and "max_wal_size" in r.stderr
+    assert state.entries() == []
