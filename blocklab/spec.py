@@ -67,7 +67,7 @@ import itertools
 import json
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -693,8 +693,10 @@ def default_seed(name: str) -> int:
     return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)
 
 
-def load(path: Path) -> Experiment:
-    """Read, validate and expand an experiment file. Raises UserError on any bad input."""
+def load(path: Path, overrides: Mapping[str, int] | None = None) -> Experiment:
+    """Read, validate and expand an experiment file. Raises UserError on any bad input.
+    `overrides` replace fixed matrix values (OVERRIDABLE, e.g. {"scale": 1}) and name
+    the experiment after them, so its results are stored beside the file's own."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -706,10 +708,41 @@ def load(path: Path) -> Experiment:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: not valid TOML: {e}") from e
+    if overrides:
+        data = _overridden(data, overrides, path)
     try:
         return from_dict(data, base=path.resolve().parent, source=str(path))
     except UserError as e:
         raise UserError(f"{path}: {e}") from e
+
+
+OVERRIDABLE = {"scale": "s", "clients": "c", "duration": "d"}  # matrix key -> name suffix
+
+
+def overridden_name(name: str, overrides: Mapping[str, int | None]) -> str:
+    """'page-size' with {"scale": 1, "duration": 2} -> 'page-size-s1-d2'."""
+    parts = [f"{tag}{overrides[k]}" for k, tag in OVERRIDABLE.items() if overrides.get(k)]
+    return "-".join([name, *parts])
+
+
+def _overridden(data: dict[str, Any], overrides: Mapping[str, int], path: Path) -> dict[str, Any]:
+    """A copy of the file's data with fixed matrix values replaced (a varying one is an
+    error: an override must not collapse a dimension the experiment compares)."""
+    matrix = dict(_table(data.get("matrix", {}), "matrix"))
+    for key, value in overrides.items():
+        if key not in OVERRIDABLE:
+            raise UserError(f"--{key}: not an override; allowed: {', '.join(OVERRIDABLE)}")
+        current = matrix.get(key)
+        if isinstance(current, list) and len(current) > 1:
+            raise UserError(
+                f"--{key}: {path} varies matrix.{key} ({', '.join(map(str, current))}); "
+                f"--{key} replaces a fixed value only (edit the file to change the list)"
+            )
+        matrix[key] = value
+    head = dict(_table(data.get("experiment", {}), "experiment"))
+    if isinstance(head.get("name"), str):
+        head["name"] = overridden_name(head["name"], overrides)
+    return {**data, "experiment": head, "matrix": matrix}
 
 
 def from_dict(data: dict[str, Any], *, base: Path, source: str | None = None) -> Experiment:

@@ -56,11 +56,23 @@ def test_bad_run_input_exits_2_and_starts_nothing(
     assert State(Paths(home, home / "cache", results).state_file).entries() == []
 
 
-def test_demo_flags_are_refused_with_a_file(tmp_path: Path) -> None:
-    example = Path(__file__).parent.parent / "examples" / "page-size.toml"
-    r = _blocklab("run", str(example), "--duration", "5", home=tmp_path / "home")
+def test_an_override_never_collapses_a_dimension_the_file_varies(tmp_path: Path) -> None:
+    example = Path(__file__).parent.parent / "examples" / "wal-block-clients.toml"
+    results = tmp_path / "results"
+    r = _blocklab("run", str(example), "--clients", "4", "--results", str(results), home=tmp_path)
     assert r.returncode == 2
-    assert "--duration overrides the built-in demo only" in r.stderr
+    assert "--clients: " in r.stderr and "varies matrix.clients (1, 5, 10, 15)" in r.stderr
+    assert not results.exists()
+
+
+def test_overrides_make_a_smaller_experiment_of_its_own() -> None:
+    from blocklab import spec
+
+    example = Path(__file__).parent.parent / "examples" / "page-size.toml"
+    exp = spec.load(example, {"scale": 1, "duration": 2})
+    assert exp.name == "page-size-s1-d2" and len(exp.variants()) == 3
+    assert {(v.dataset.scale, v.workload.duration_s) for v in exp.variants()} == {(1, 2)}
+    assert spec.load(example).name == "page-size"
 
 
 @pytest.mark.parametrize("command", [["summary"], ["export", "--csv", "out"]])

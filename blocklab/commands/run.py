@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a comm
     from blocklab.spec import Experiment
     from blocklab.store import ResultsDB
 
+OVERRIDE_HELP = " (with FILE: replaces a fixed matrix value; stored as another experiment)"
 RESULTS_HELP = "results directory (default: $BLOCKLAB_RESULTS, else $BLOCKLAB_HOME/results)"
 
 
@@ -53,16 +54,12 @@ def _load(
 ) -> Experiment:
     from blocklab import spec
 
+    # other numbers make another experiment, stored beside the default one
+    overrides = {"scale": scale, "clients": clients, "duration": duration}
     if file is None:
         exp = spec.demo(rounds=rounds, duration_s=duration, scale=scale, clients=clients)
-        changed = [f"{k}{v}" for k, v in (("s", scale), ("c", clients), ("d", duration)) if v]
-        if changed:  # other numbers make another experiment, stored beside the default one
-            exp = exp.model_copy(update={"name": f"{exp.name}-{'-'.join(changed)}"})
-        return exp
-    for flag, value in (("--duration", duration), ("--scale", scale), ("--clients", clients)):
-        if value is not None:
-            raise UserError(f"{flag} overrides the built-in demo only; set it in {file} instead")
-    exp = spec.load(file)
+        return exp.model_copy(update={"name": spec.overridden_name(exp.name, overrides)})
+    exp = spec.load(file, {k: v for k, v in overrides.items() if v is not None})
     if rounds is not None:
         exp = exp.model_copy(update={"rounds": rounds})
     return exp
@@ -77,9 +74,9 @@ def _positive(flag: str, value: int | float | None) -> None:
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
 @click.option("--rounds", type=int, help="rounds to run (each runs every variant once)")
-@click.option("--duration", type=int, help="demo only: seconds per run")
-@click.option("--scale", type=int, help="demo only: pgbench scale factor")
-@click.option("--clients", type=int, help="demo only: pgbench clients")
+@click.option("--duration", type=int, help="seconds per run" + OVERRIDE_HELP)
+@click.option("--scale", type=int, help="pgbench scale factor" + OVERRIDE_HELP)
+@click.option("--clients", type=int, help="pgbench clients" + OVERRIDE_HELP)
 @click.option(
     "--until-ci",
     "until_ci",
