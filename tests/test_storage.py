@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import uuid
@@ -130,10 +131,18 @@ def _check_fresh_fs(prov: Provisioned, req: StorageRequest, state: State) -> Non
             assert any(e.startswith(opt) for e in effective), (opt, effective)
     if req.kind == "ext4":
         assert f"Block size:               {req.block_size or 4096}" in facts["fs_info"]
+        # inode tables zeroed by mkfs: no ext4lazyinit writes inside the first runs
+        groups = _ext4_groups(prov.devices[0].name)
+        assert groups and all("ITABLE_ZEROED" in g for g in groups), groups[:3]
     if req.kind == "xfs":
         assert f"bsize={req.block_size}" in facts["fs_info"]
     kinds = sorted(e.kind for e in state.entries())
     assert kinds == ["loop", "mount"]
+
+
+def _ext4_groups(device: str) -> list[str]:
+    out = proc.run(["dumpe2fs", f"/dev/{device}"], timeout_s=60).stdout
+    return [line for line in out.splitlines() if re.match(r"Group \d+:", line)]
 
 
 def _check_released(prov: Provisioned, paths: Paths, state: State) -> None:

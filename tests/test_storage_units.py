@@ -125,6 +125,14 @@ def test_mkfs_argv_labels_and_block_size() -> None:
     ]
 
 
+def test_mkfs_ext4_zeroes_inode_tables_and_journal_at_once() -> None:
+    argv = mkfs_argv(FsSpec("ext4", 4096, (), ()), "/dev/loop3")
+    assert argv[argv.index("-E") + 1] == "lazy_itable_init=0,lazy_journal_init=0"
+    # the user's own -E comes later, so mke2fs (which keeps the last -E) takes theirs
+    own = mkfs_argv(FsSpec("ext4", 4096, (), ("-E", "stride=4")), "/dev/loop3")
+    assert own[-3:] == ["-E", "stride=4", "/dev/loop3"]
+
+
 def test_image_size() -> None:
     mib = 1024 * 1024
     assert image_size_bytes("ext4", 100, 0) == 100 * mib  # an explicit size wins

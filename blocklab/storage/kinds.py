@@ -89,6 +89,7 @@ _WHY_NOT = {
     ("xfs", "nobarrier"): "xfs dropped barrier/nobarrier in Linux 4.19",
     ("xfs", "barrier"): "xfs dropped barrier/nobarrier in Linux 4.19",
 }
+EXT4_EAGER_INIT = "lazy_itable_init=0,lazy_journal_init=0"
 # Flags blocklab sets itself; a mkfs_options entry must not override them.
 OWN_MKFS_FLAGS = {
     "ext4": ("-b", "-L", "-F", "-q", "-t"),
@@ -147,7 +148,11 @@ def mkfs_argv(spec: FsSpec, device: str) -> list[str]:
     bs = str(spec.block_size)
     extra = list(spec.mkfs_options)
     if spec.fstype == "ext4":
-        return ["mkfs.ext4", "-F", "-q", "-L", LABEL, "-b", bs, *extra, device]
+        # Zero the inode tables and journal now: lazily, ext4lazyinit would write them in
+        # the background during the first runs and count in their device bytes. A `-E`
+        # among mkfs_options replaces this one (mke2fs keeps the last -E).
+        eager = ["-E", EXT4_EAGER_INIT]
+        return ["mkfs.ext4", "-F", "-q", "-L", LABEL, "-b", bs, *eager, *extra, device]
     if spec.fstype == "xfs":
         return ["mkfs.xfs", "-f", "-q", "-L", LABEL, "-b", f"size={bs}", *extra, device]
     if spec.fstype == "btrfs":
