@@ -10,14 +10,23 @@ DEMO_ARGS ?=
 
 # Debian packages: PostgreSQL build dependencies, file-system tools, Debian's
 # PostgreSQL 15 binaries (a second code path for the probes), Chromium for report tests,
-# fio for device profiles.
+# fio for device profiles, sysbench for its workload driver.
 APT_PACKAGES := bison flex gcc make pkg-config zlib1g-dev libicu-dev libreadline-dev \
 	dpkg-dev ca-certificates e2fsprogs xfsprogs btrfs-progs util-linux procps \
-	python3-venv postgresql-15 postgresql-client-15 chromium sqlite3 fio
+	python3-venv postgresql-15 postgresql-client-15 chromium sqlite3 fio sysbench
 
-.PHONY: setup apt apt-missing venv demo test lint typecheck pytest clean-state
+# Workload drivers besides pgbench: sysbench comes from Debian (built with its pgsql
+# driver); go-tpc (TPC-C-like, TPC-H-like) is built from tools/go-tpc, whose go.mod and
+# go.sum pin v1.0.12 and every module it is built from, into .tools/bin. Not
+# `go install github.com/pingcap/go-tpc/cmd/go-tpc@v1.0.12`: that form asks the module
+# proxy for go-tpc's version list (a deprecation check), which the proxy here refuses.
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+TOOLS_BIN := $(CURDIR)/.tools/bin
+GO_TPC_VERSION := $(shell awk '$$1 == "require" && $$2 == "github.com/pingcap/go-tpc" {print $$3}' tools/go-tpc/go.mod)
 
-setup: apt venv
+.PHONY: setup apt apt-missing venv tools demo test lint typecheck pytest clean-state
+
+setup: apt venv tools
 
 # The packages dpkg does not list as installed: asked of dpkg every time, not of a stamp
 # file that a copied or stale /var/lib/blocklab could hold.
@@ -37,6 +46,15 @@ apt:
 	  echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/blocklab.conf; \
 	  apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+# Skipped when .tools/bin/go-tpc already reports the pinned version.
+tools:
+	@if $(TOOLS_BIN)/go-tpc version 2>/dev/null | grep -qx 'Release version: $(GO_TPC_VERSION)'; \
+	then :; else \
+	  echo "building go-tpc $(GO_TPC_VERSION) into $(TOOLS_BIN)"; \
+	  cd tools/go-tpc && GOBIN=$(TOOLS_BIN) GOTOOLCHAIN=local $(GO) install -trimpath \
+	    -ldflags '-X main.version=$(GO_TPC_VERSION)' github.com/pingcap/go-tpc/cmd/go-tpc; \
 	fi
 
 venv: $(STAMP)
