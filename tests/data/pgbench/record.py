@@ -30,15 +30,7 @@ def main() -> None:
     tag = sys.argv[1]
     inst = Installation.from_manifest(Path(sys.argv[2])) if len(sys.argv) > 2 else None
     inst = inst or Installation.system(15)
-    shutil.rmtree(BASE, ignore_errors=True)
-    c = Cluster(
-        inst,
-        BASE / "data",
-        socket_dir=BASE / "sock",
-        user=server_user(),
-        state=State(BASE / "state.json"),
-        log_path=BASE / "server.log",
-    )
+    c = fresh_cluster(inst)
     c.initdb(data_checksums=False)
     c.write_settings({})
     c.start()
@@ -53,6 +45,19 @@ def main() -> None:
     finally:
         c.kill()
         shutil.rmtree(BASE, ignore_errors=True)
+
+
+def fresh_cluster(inst: Installation) -> Cluster:
+    """A cluster (not yet initialised) in an emptied BASE."""
+    shutil.rmtree(BASE, ignore_errors=True)
+    return Cluster(
+        inst,
+        BASE / "data",
+        socket_dir=BASE / "sock",
+        user=server_user(),
+        state=State(BASE / "state.json"),
+        log_path=BASE / "server.log",
+    )
 
 
 def bench(c: Cluster, tag: str, name: str, extra: list[str], kill_after_s: float = 0) -> None:
