@@ -13,11 +13,10 @@ transaction and tps, then the 4k/8k ratio of the device bytes per file system.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
-import tempfile
 from pathlib import Path
+
+from scratch_home import scratch_home
 
 from blocklab.lab import Lab
 from blocklab.model import (
@@ -27,10 +26,7 @@ from blocklab.model import (
     Variant,
     WorkloadRequest,
 )
-from blocklab.paths import Paths, ensure_dir
 from blocklab.plan import round_order
-from blocklab.state import State
-from blocklab.storage.cleanup import release_all
 
 STORAGES = {
     "ext4-4k": StorageRequest(kind="ext4", block_size=4096, mount_options=("noatime",)),
@@ -123,21 +119,12 @@ def main() -> None:
     ap.add_argument("--script", default="tpcb-like")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="bench-storage-", dir=ensure_dir(Path("/var/tmp"))))
-    os.chmod(home, 0o755)
-    shared = Paths.from_env()  # the shared build cache (BLOCKLAB_CACHE or the default)
-    paths = Paths(home=home, cache=shared.cache, results=home / "results")
-    state = State(paths.state_file)
-    print(f"home {home}; {args.rounds} rounds x {len(STORAGES) * len(BUILDS)} variants", flush=True)
-    try:
+    with scratch_home("bench-storage-") as (paths, state):
+        n = len(STORAGES) * len(BUILDS)
+        print(f"home {paths.home}; {args.rounds} rounds x {n} variants", flush=True)
         with Lab(paths, state, log=lambda m: print(f"  {m}", flush=True)) as lab:
-            results = run_rounds(lab, variants(args), args, home / "runs")
+            results = run_rounds(lab, variants(args), args, paths.home / "runs")
         report(results)
-    finally:
-        left = release_all(state, only_dead_owners=False)
-        if left:
-            print("released leftovers:", left)
-        shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":
