@@ -29,7 +29,7 @@ from blocklab import proc, settings_catalogue, sources
 from blocklab.errors import BuildError, CommandError, UserError
 from blocklab.installation import MANIFEST_NAME, Installation
 from blocklab.model import BuildRequest
-from blocklab.paths import Paths, ensure_dir
+from blocklab.paths import Paths, ensure_dir, tree_size_bytes
 from blocklab.state import State
 
 Log = Callable[[str], None]
@@ -302,16 +302,6 @@ def _finish(prefix: Path, manifest: dict[str, Any], log_path: Path) -> None:
     os.replace(tmp, prefix / MANIFEST_NAME)
     (prefix / MARKER_NAME).write_text(manifest["created_at"] + "\n")
     log_path.unlink(missing_ok=True)
-
-
-def tree_size_bytes(path: Path) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            p = os.path.join(dirpath, name)
-            if not os.path.islink(p):
-                total += os.stat(p).st_size
-    return total
 
 
 def log_tail(log_path: Path, lines: int = 30) -> str:

@@ -1,5 +1,6 @@
-"""Datasets: initialise once (initdb + `pgbench -i`), snapshot the stopped data directory,
-restore the snapshot before every run so that every run starts from identical bytes.
+"""Datasets: initialise once (initdb + the workload driver's init commands, e.g.
+`pgbench -i`), snapshot the stopped data directory, restore the snapshot before every
+run so that every run starts from identical bytes.
 
 A snapshot lives in `paths.work/datasets/<key>/` with `data/` (and `wal/` when pg_wal is
 separate) and `meta.json`; the completion marker `COMPLETE` is written last, so a
@@ -21,8 +22,9 @@ from typing import Any
 from blocklab import proc
 from blocklab.cluster import Cluster, clear_dir, private_dir
 from blocklab.model import DatasetRequest
-from blocklab.paths import Paths, ensure_dir
-from blocklab.workloads import pgbench
+from blocklab.paths import Paths, ensure_dir, tree_size_bytes
+from blocklab.workloads import drivers
+from blocklab.workloads.base import WorkloadDriver, endpoint
 
 MARKER = "COMPLETE"
 META = "meta.json"
@@ -78,9 +80,12 @@ def create(
     key: str,
     wal_segsize_mb: int,
     data_checksums: bool,
+    driver: WorkloadDriver | None = None,
 ) -> Snapshot:
-    """initdb, start, `pgbench -i -s SCALE -F FILLFACTOR`, stop, snapshot. The cluster's
-    data (and WAL) directories are emptied first; the server is stopped on any failure."""
+    """initdb, start, the driver's init commands (`pgbench -i -s SCALE -F FILLFACTOR`; the
+    default driver when None), stop, snapshot. The cluster's data (and WAL) directories
+    are emptied first; the server is stopped on any failure."""
+    driver = driver or drivers.get(drivers.DEFAULT)
     root = snapshot_root(paths, key)
     if root.exists():
         shutil.rmtree(root)
@@ -91,7 +96,8 @@ def create(
     try:
         cluster.start()
         t1 = time.monotonic()
-        proc.run(init_argv(cluster, req), timeout_s=24 * 3600)
+        for argv in driver.init_commands(cluster.inst, endpoint(cluster), req):
+            proc.run(argv, timeout_s=24 * 3600)
         pgbench_init_s = time.monotonic() - t1
     finally:
         cluster.stop()
@@ -114,11 +120,6 @@ def create(
     )
     _write_meta(snap)
     return snap
-
-
-def init_argv(cluster: Cluster, req: DatasetRequest) -> list[str]:
-    target = pgbench.Target(str(cluster.socket_dir), cluster.port, cluster.user.name)
-    return pgbench.init_command(cluster.inst, target, scale=req.scale, fillfactor=req.fillfactor)
 
 
 def _write_meta(snap: Snapshot) -> None:
@@ -168,14 +169,6 @@ def _point_pg_wal(data_dir: Path, wal_dir: Path) -> None:
 def copy_tree(source: Path, target: Path) -> None:
     """cp -a source target (target must not exist)."""
     proc.run(["cp", "-a", "--", str(source), str(target)], timeout_s=24 * 3600)
-
-
-def tree_size_bytes(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            total += os.lstat(os.path.join(root, name)).st_size
-    return total
 
 
 def tree_digest(path: Path) -> str:

@@ -23,9 +23,9 @@ from blocklab.errors import CommandError, UserError
 from blocklab.host import host_facts
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
-from blocklab.runner import now_iso
 from blocklab.state import State
 from blocklab.store import ResultsDB
+from blocklab.timestamps import now_iso
 
 FIO_FILE = "blocklab-fio.dat"
 FIO_GRACE_S = 120  # file layout and start-up on top of the runtime

@@ -14,7 +14,6 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,6 +22,7 @@ from blocklab.model import Variant
 from blocklab.spec import Experiment
 from blocklab.store import ResultsDB, RunRecord
 from blocklab.summary import summarize_experiment
+from blocklab.timestamps import now_iso
 
 # Keys of the experiment's JSON that may change between invocations without making it
 # a different experiment (more rounds, another stopping rule).
@@ -59,10 +59,6 @@ class Outcome:
     runs_done: int
     runs_failed: int
     end_reason: str
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def identity_json(exp: Experiment) -> dict[str, Any]:

@@ -2,8 +2,7 @@
 
 `Lab(paths, state)` is a context manager. It installs builds lazily (blocklab.build, or
 an explicit Installation per BuildRequest), provisions each StorageRequest once
-(blocklab.storage.provision, or a plain directory under paths.work for kind "dir" when
-blocklab.storage is not available), makes each dataset once (blocklab.dataset) and runs
+(blocklab.storage.provision), makes each dataset once (blocklab.dataset) and runs
 variants (blocklab.runner). On exit, normal or not, it stops every server it started
 and releases every storage it provisioned.
 """
@@ -13,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from blocklab import dataset, runner, settings_catalogue, sizing
-from blocklab.cluster import Cluster, private_dir, server_user
+from blocklab import dataset, runner, settings_catalogue, sizing, storage
+from blocklab.cluster import Cluster, server_user
 from blocklab.errors import BlocklabError, StorageError, UserError
 from blocklab.installation import Installation
 from blocklab.model import BuildRequest, StorageRequest, Variant
@@ -27,31 +26,25 @@ from blocklab.paths import Paths, ensure_dir
 from blocklab.proc import User
 from blocklab.settings_policy import Catalogue
 from blocklab.state import State
+from blocklab.storage import cgroup
 from blocklab.store import RunRecord
+from blocklab.timestamps import now_iso
+from blocklab.workloads import drivers
 
 _DEFAULT = object()
 
 
 class ProvisionedLike(Protocol):
-    data_dir: Path
-    wal_dir: Path | None
-    devices: Sequence[Any]
-    facts: Mapping[str, Any]
+    @property
+    def data_dir(self) -> Path: ...
+    @property
+    def wal_dir(self) -> Path | None: ...
+    @property
+    def devices(self) -> Sequence[Any]: ...
+    @property
+    def facts(self) -> Mapping[str, Any]: ...
 
     def release(self) -> None: ...
-
-
-@dataclass
-class PlainDir:
-    """A directory under paths.work: kind "dir" without blocklab.storage."""
-
-    data_dir: Path
-    wal_dir: Path | None
-    devices: Sequence[Any] = ()
-    facts: Mapping[str, Any] = field(default_factory=dict)
-
-    def release(self) -> None:
-        """Nothing to release: the directories stay (datasets are restored into them)."""
 
 
 @dataclass(frozen=True)
@@ -125,9 +118,9 @@ class Lab:
             except (BlocklabError, OSError) as e:
                 errors.append(f"removing memory cgroup: {e}")
         self._caps.clear()
-        for name, storage in list(self._storages.items()):
+        for name, provisioned in list(self._storages.items()):
             try:
-                storage.release()
+                provisioned.release()
             except (BlocklabError, OSError) as e:
                 errors.append(f"releasing {name}: {e}")
         self._storages.clear()
@@ -157,25 +150,14 @@ class Lab:
     def _provision(
         self, req: StorageRequest, name: str, needs: sizing.StorageNeeds
     ) -> ProvisionedLike:
-        provision = _storage_provision()
-        if provision is not None:
-            return provision(
-                req,
-                name=name,
-                paths=self.paths,
-                state=self.state,
-                min_size_bytes=needs.data.bytes,
-                wal_min_size_bytes=needs.wal.bytes if needs.wal else 0,
-            )
-        if req.kind != "dir" or req.memory_limit_bytes is not None:
-            raise StorageError(
-                f"storage kind {req.kind!r} (or a memory limit) needs blocklab.storage, "
-                "which is not available"
-            )
-        root = Path(req.path) if req.path else self.paths.work / "storage" / name
-        data = private_dir(root / "data", None)
-        wal = private_dir(root / "wal", None) if req.wal is not None else None
-        return PlainDir(data, wal, facts={"kind": "dir", "path": str(root)})
+        return storage.provision(
+            req,
+            name=name,
+            paths=self.paths,
+            state=self.state,
+            min_size_bytes=needs.data.bytes,
+            wal_min_size_bytes=needs.wal.bytes if needs.wal else 0,
+        )
 
     def cluster(self, inst: Installation, req: StorageRequest, store: ProvisionedLike) -> Cluster:
         key = (storage_name(req), inst.key)
@@ -198,12 +180,6 @@ class Lab:
         """A cgroup memory cap for the server when the storage asks for one."""
         if req.memory_limit_bytes is None:
             return None
-        try:
-            from blocklab.storage import cgroup
-        except ImportError:
-            raise StorageError(
-                "memory_limit_bytes needs blocklab.storage.cgroup, which is not available"
-            ) from None
         cap = cgroup.hook(name, req.memory_limit_bytes, state=self.state)
         self._caps.append(cap)
         return cap
@@ -226,6 +202,7 @@ class Lab:
                 key=key,
                 wal_segsize_mb=variant.wal_segsize_mb,
                 data_checksums=variant.data_checksums,
+                driver=drivers.for_workload(variant.workload),
             )
         self._snapshots[key] = snap
         self.datasets[key] = DatasetInfo(
@@ -300,7 +277,7 @@ class Lab:
 def _failed_preparation(
     variant: Variant, label: runner.RunLabel, raw_dir: Path, e: BaseException
 ) -> RunRecord:
-    now = runner.now_iso()
+    now = now_iso()
     raw_dir.mkdir(parents=True, exist_ok=True)
     reason = f"preparation failed: {type(e).__name__}: {e}"
     (raw_dir / "run.json").write_text(json.dumps({"status": "failed", "reason": reason}) + "\n")
@@ -315,12 +292,3 @@ def _failed_preparation(
         reason=reason,
         raw_dir=str(raw_dir),
     )
-
-
-def _storage_provision() -> Callable[..., Any] | None:
-    try:
-        from blocklab import storage
-    except ImportError:
-        return None
-    provision = getattr(storage, "provision", None)
-    return provision if callable(provision) else None

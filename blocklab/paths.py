@@ -63,3 +63,14 @@ def ensure_dir(path: Path, mode: int = 0o755) -> Path:
     for m in missing:
         os.chmod(m, mode)
     return path
+
+
+def tree_size_bytes(path: Path) -> int:
+    """The bytes of every regular file under `path` (symlinks are not followed or counted)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                total += os.stat(p).st_size
+    return total

@@ -18,47 +18,38 @@ import json
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from blocklab import dataset, settings_policy
+from blocklab import dataset, probes, settings_policy
 from blocklab.cluster import Cluster
 from blocklab.errors import BlocklabError, CommandError, UserError
 from blocklab.model import Variant
+from blocklab.probes import ProbeContext
 from blocklab.proc import run as run_command
 from blocklab.store import RunRecord
-from blocklab.workloads import pgbench
+from blocklab.timestamps import now_iso
+from blocklab.workloads import drivers
+from blocklab.workloads.base import WorkloadDriver, WorkloadResult, endpoint
 
-LOG_PREFIX = "pgbench_log"
-PGBENCH_GRACE_S = 300
+WORKLOAD_GRACE_S = 300
 
 
 # -- instrumentation seam ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ProbeContext:
-    """What probes need to know about the server they watch."""
-
-    conninfo: str
-    data_dir: Path
-    wal_dir: Path | None
-    server_log: Path
-    devices: Sequence[Any]  # blocklab.storage DeviceRef (name, role, shared)
-    block_size_bytes: int
-    wal_block_size_bytes: int
-    server_pid: int
-    server_version_num: int
-
-
 class ProbeResultLike(Protocol):
-    series: Mapping[str, Sequence[tuple[float, float | None]]]
-    metrics: Mapping[str, float | None]
-    checkpoints: Sequence[Mapping[str, Any]]
-    facts: Mapping[str, Any]
-    missing: Sequence[str] | Mapping[str, str]
+    @property
+    def series(self) -> Mapping[str, Sequence[tuple[float, float | None]]]: ...
+    @property
+    def metrics(self) -> Mapping[str, float | None]: ...
+    @property
+    def checkpoints(self) -> Sequence[Mapping[str, Any]]: ...
+    @property
+    def facts(self) -> Mapping[str, Any]: ...
+    @property
+    def missing(self) -> Sequence[str] | Mapping[str, str]: ...
 
 
 class Instrumentation(Protocol):
@@ -66,46 +57,30 @@ class Instrumentation(Protocol):
     def end(self, transactions: int, duration_s: float) -> ProbeResultLike: ...
 
 
-InstrumentationFactory = Callable[[Any], Instrumentation]
+InstrumentationFactory = Callable[[ProbeContext], Instrumentation]
 
 
-def default_instrumentation() -> InstrumentationFactory | None:
-    """blocklab.probes.Instrumentation when it exists, else None (no probes)."""
-    try:
-        from blocklab import probes
-    except ImportError:
-        return None
-    factory = getattr(probes, "Instrumentation", None)
-    return factory if callable(factory) else None
+def default_instrumentation() -> InstrumentationFactory:
+    """blocklab.probes.Instrumentation."""
+    return probes.Instrumentation
 
 
-def probe_context(target: RunTarget, log_path: Path) -> Any:
-    """A ProbeContext: blocklab.probes' own class when it defines one, else ours."""
+def probe_context(target: RunTarget, log_path: Path) -> ProbeContext:
     c = target.cluster
-    values: dict[str, Any] = {
-        "conninfo": c.conninfo,
-        "data_dir": c.data_dir,
-        "wal_dir": c.wal_dir,
-        "server_log": log_path,
-        "devices": list(target.devices),
-        "block_size_bytes": c.inst.block_size_bytes,
-        "wal_block_size_bytes": c.inst.wal_block_size_bytes,
-        "server_pid": c.pid or 0,
-        "server_version_num": c.version_num(),
-    }
-    try:
-        from blocklab import probes
-
-        cls = getattr(probes, "ProbeContext", ProbeContext)
-    except ImportError:
-        cls = ProbeContext
-    fields = getattr(cls, "__dataclass_fields__", None)
-    if fields is not None:
-        values = {k: v for k, v in values.items() if k in fields}
-    return cls(**values)
+    return ProbeContext(
+        conninfo=c.conninfo,
+        data_dir=c.data_dir,
+        wal_dir=c.wal_dir,
+        server_log=log_path,
+        devices=list(target.devices),
+        block_size_bytes=c.inst.block_size_bytes,
+        wal_block_size_bytes=c.inst.wal_block_size_bytes,
+        server_pid=c.pid or 0,
+        server_version_num=c.version_num(),
+    )
 
 
-# -- inputs and the pure verdict -----------------------------------------------------------
+# -- inputs -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -123,41 +98,16 @@ class RunTarget:
     reference_catalogue: settings_policy.Catalogue | None = None
     reference_wal_segment_size_bytes: int = 16 * 1024 * 1024
 
+    @property
+    def driver(self) -> WorkloadDriver:
+        return drivers.for_workload(self.variant.workload)
+
 
 @dataclass(frozen=True)
 class RunLabel:
     experiment: str
     round_no: int
     position: int
-
-
-def verdict(
-    exit_code: int | None,
-    report: pgbench.PgbenchReport,
-    *,
-    server_alive: bool,
-    errors: Sequence[str] = (),
-) -> str:
-    """Why a measured execution is not a result ("" when it is one). Pure."""
-    reasons = []
-    if exit_code != 0:
-        detail = f": {errors[0]}" if errors else ""
-        if len(errors) > 1 and errors[-1] != errors[0]:
-            detail += f" (last error: {errors[-1]})"
-        reasons.append(f"pgbench exit code {exit_code}{detail}")
-    if not server_alive:
-        reasons.append("the server died during the run")
-    if report.failed_transactions:
-        reasons.append(f"{report.failed_transactions} failed transactions")
-    if report.tps is None:
-        reasons.append("pgbench printed no tps line")
-    elif not report.transactions:
-        reasons.append("no transaction was processed")
-    return "; ".join(reasons)
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 # -- the run -------------------------------------------------------------------------------
@@ -241,16 +191,16 @@ def _execute(
     t0 = time.monotonic()
     c.start()
     acc.timed("server_start_s", t0)
-    _prepare(c, v, acc)
+    _prepare(target, acc)
     if v.workload.warmup_s > 0:
         log(f"warm-up {v.workload.warmup_s} s")
         if not _warmup(target, acc):
             return
-    probes = _begin_probes(target, acc, instrumentation, log_offset)
+    started = _begin_probes(target, acc, instrumentation, log_offset)
     _measure(target, acc)
     acc.server_alive = c.alive()
-    if probes is not None and acc.server_alive:
-        _end_probes(probes, acc)
+    if started is not None and acc.server_alive:
+        _end_probes(target, started, acc)
     if acc.server_alive:
         acc.settings = c.settings_readback()
         acc.provenance["collected"] = _collect_provenance(target, acc)
@@ -260,16 +210,12 @@ def _collect_provenance(target: RunTarget, acc: _Acc) -> dict[str, Any]:
     """blocklab.probes' provenance (pg_config, build manifest, host, storage, commands),
     with pg_settings reduced to the settings not at their defaults and where they came
     from (the values themselves are the record's settings)."""
-    try:
-        from blocklab.probes import collect_provenance
-    except ImportError:
-        return {"errors": {"collect_provenance": "blocklab.probes is not available"}}
     commands = [acc.argv]
     warmup = acc.raw_dir / "warmup.argv"
     if warmup.exists():
         commands.insert(0, shlex.split(warmup.read_text()))
     try:
-        prov = collect_provenance(
+        prov = probes.collect_provenance(
             target.cluster.conninfo,
             target.cluster.inst,
             storage_facts=target.storage_facts,
@@ -321,26 +267,26 @@ def _write_settings(target: RunTarget, acc: _Acc) -> None:
     acc.provenance["settings_notes"] = conv.notes
 
 
-def _prepare(c: Cluster, v: Variant, acc: _Acc) -> None:
+def _prepare(target: RunTarget, acc: _Acc) -> None:
+    c = target.cluster
     t0 = time.monotonic()
-    if v.workload.builtin is not None:
-        c.psql(pgbench.PREPARE_SQL)
+    sql = target.driver.prepare_sql(target.variant.workload)
+    if sql is not None:
+        c.psql(sql)
     c.psql("CHECKPOINT")
     acc.timed("prepare_checkpoint_s", t0)
 
 
 def _warmup(target: RunTarget, acc: _Acc) -> bool:
-    c, w = target.cluster, target.variant.workload
-    argv = pgbench.command(
-        c.inst, _target(c), w, log_prefix=None, duration_s=w.warmup_s, progress=False
-    )
+    c, w, driver = target.cluster, target.variant.workload, target.driver
+    argv = driver.command(c.inst, endpoint(c), w, raw_dir=None, duration_s=w.warmup_s)
     t0 = time.monotonic()
-    res = run_command(argv, check=False, timeout_s=w.warmup_s + PGBENCH_GRACE_S)
+    res = run_command(argv, check=False, timeout_s=w.warmup_s + WORKLOAD_GRACE_S)
     acc.timed("warmup_s", t0)
     _save(acc.raw_dir, "warmup", argv, res.stdout, res.stderr, res.returncode)
     if res.returncode != 0 or not c.alive():
-        errors = pgbench.parse_errors(res.stderr)
-        acc.reason = f"warm-up failed: pgbench exit code {res.returncode}" + (
+        errors = driver.parse(res.stdout, res.stderr).errors
+        acc.reason = f"warm-up failed: {driver.name} exit code {res.returncode}" + (
             f": {errors[-1]}" if errors else ""
         )
         acc.server_alive = c.alive()
@@ -355,43 +301,39 @@ def _begin_probes(
         acc.provenance["probes"] = "none"
         return None
     try:
-        probes = factory(probe_context(target, target.cluster.log_path))
-        probes.begin()
+        started = factory(probe_context(target, target.cluster.log_path))
+        started.begin()
     except Exception as e:  # a probe must not cost the run; the failure is recorded
         acc.provenance["probes"] = f"not started: {type(e).__name__}: {e}"
         return None
     acc.provenance["probes"] = "started"
-    return probes
+    return started
 
 
-def _end_probes(probes: Instrumentation, acc: _Acc) -> None:
-    report = pgbench.parse_report(acc.stdout)
+def _end_probes(target: RunTarget, started: Instrumentation, acc: _Acc) -> None:
+    result = target.driver.parse(acc.stdout, acc.stderr)
     try:
-        acc.probe = probes.end(report.transactions or 0, acc.workload_s)
+        acc.probe = started.end(result.transactions or 0, acc.workload_s)
     except Exception as e:  # a probe must not cost the run; the failure is recorded
         acc.provenance["probes"] = f"failed at end: {type(e).__name__}: {e}"
 
 
 def _measure(target: RunTarget, acc: _Acc) -> None:
-    c, w = target.cluster, target.variant.workload
-    acc.argv = pgbench.command(c.inst, _target(c), w, log_prefix=acc.raw_dir / LOG_PREFIX)
-    (acc.raw_dir / "pgbench.argv").write_text(shlex.join(acc.argv) + "\n")
+    c, w, driver = target.cluster, target.variant.workload, target.driver
+    acc.argv = driver.command(c.inst, endpoint(c), w, raw_dir=acc.raw_dir)
+    (acc.raw_dir / f"{driver.name}.argv").write_text(shlex.join(acc.argv) + "\n")
     t0 = time.monotonic()
     try:
-        res = run_command(acc.argv, check=False, timeout_s=w.duration_s + PGBENCH_GRACE_S)
+        res = run_command(acc.argv, check=False, timeout_s=w.duration_s + WORKLOAD_GRACE_S)
     except CommandError as e:  # timed out
         acc.workload_s = time.monotonic() - t0
         acc.stdout = e.output
-        acc.reason = f"pgbench {e.reason}"
+        acc.reason = f"{driver.name} {e.reason}"
         return
     acc.workload_s = time.monotonic() - t0
     acc.phases_s["workload_s"] = round(acc.workload_s, 6)
     acc.exit_code, acc.stdout, acc.stderr = res.returncode, res.stdout, res.stderr
-    _save(acc.raw_dir, "pgbench", acc.argv, res.stdout, res.stderr, res.returncode)
-
-
-def _target(c: Cluster) -> pgbench.Target:
-    return pgbench.Target(str(c.socket_dir), c.port, c.user.name)
+    _save(acc.raw_dir, driver.name, acc.argv, res.stdout, res.stderr, res.returncode)
 
 
 def _save(raw_dir: Path, stem: str, argv: list[str], out: str, err: str, code: int) -> None:
@@ -432,11 +374,11 @@ def _copy_server_log(src: Path, offset: int, dest: Path) -> None:
 def _record(
     target: RunTarget, label: RunLabel, acc: _Acc, started_at: str, ended_at: str
 ) -> RunRecord:
-    report = pgbench.parse_report(acc.stdout)
+    driver = target.driver
+    result = driver.parse(acc.stdout, acc.stderr)
     measured = ""
-    if acc.exit_code is not None:  # the measured pgbench ran: its verdict comes first
-        errors = pgbench.parse_errors(acc.stderr)
-        measured = verdict(acc.exit_code, report, server_alive=acc.server_alive, errors=errors)
+    if acc.exit_code is not None:  # the measured execution ran: its verdict comes first
+        measured = driver.verdict(acc.exit_code, result, server_alive=acc.server_alive)
     reason = "; ".join(r for r in (measured, acc.reason) if r)
     rec = RunRecord(
         experiment=label.experiment,
@@ -451,23 +393,25 @@ def _record(
         command=shlex.join(acc.argv),
         raw_dir=str(acc.raw_dir),
         settings=acc.settings,
-        provenance=_provenance(target, acc, report),
+        provenance=_provenance(target, acc, result),
         metrics=dict(acc.phases_s),
     )
     if not reason:
-        _fill_results(rec, report, acc)
+        _fill_results(rec, driver, result, acc)
     (acc.raw_dir / "run.json").write_text(
         json.dumps({"status": rec.status, "reason": reason, "phases_s": acc.phases_s}, indent=1)
     )
     return rec
 
 
-def _fill_results(rec: RunRecord, report: pgbench.PgbenchReport, acc: _Acc) -> None:
-    rec.tps = report.tps
-    rec.latency_avg_ms = report.latency_avg_ms
-    rec.latency_stddev_ms = report.latency_stddev_ms
-    rec.transactions = report.transactions
-    rec.failed_transactions = report.failed_transactions
+def _fill_results(
+    rec: RunRecord, driver: WorkloadDriver, result: WorkloadResult, acc: _Acc
+) -> None:
+    rec.tps = result.throughput
+    rec.latency_avg_ms = result.latency_avg_ms
+    rec.latency_stddev_ms = result.latency_stddev_ms
+    rec.transactions = result.transactions
+    rec.failed_transactions = result.failed
     series: dict[str, Sequence[tuple[float, float | None]]] = {}
     metrics: dict[str, float | None] = dict(rec.metrics)
     if acc.probe is not None:
@@ -476,36 +420,22 @@ def _fill_results(rec: RunRecord, report: pgbench.PgbenchReport, acc: _Acc) -> N
         rec.checkpoints = list(acc.probe.checkpoints)
     metrics.update(acc.footprint.get("metrics", {}))
     metrics.update(dict.fromkeys(acc.footprint.get("missing", {}), None))
-    series.update(workload_series(acc.stderr))
-    metrics["aggregate_log_coverage_ratio"] = aggregate_log_coverage(
-        acc.raw_dir / LOG_PREFIX, report.transactions
-    )
-    if report.initial_connection_ms is not None:
-        metrics["initial_connection_ms"] = report.initial_connection_ms
+    part = driver.record(result, acc.stderr, acc.raw_dir)
+    series.update(part.series)
+    metrics.update(part.metrics)
     rec.series, rec.metrics = series, metrics
 
 
-def workload_series(stderr: str) -> dict[str, list[tuple[float, float | None]]]:
-    """Per-second tps and latency from pgbench's `-P 1` lines (see workloads.pgbench)."""
-    return pgbench.series_from_progress(pgbench.parse_progress(stderr))
-
-
-def aggregate_log_coverage(log_prefix: Path, transactions: int | None) -> float | None:
-    """Share of the reported transactions that pgbench's aggregate logs account for."""
-    files = pgbench.aggregate_log_files(log_prefix)
-    if not files or not transactions:
-        return None
-    rows = pgbench.merge_aggregates(pgbench.parse_aggregate_log(p.read_text()) for p in files)
-    return sum(r.num_transactions for r in rows) / transactions
-
-
-def _provenance(target: RunTarget, acc: _Acc, report: pgbench.PgbenchReport) -> dict[str, Any]:
+def _provenance(target: RunTarget, acc: _Acc, result: WorkloadResult) -> dict[str, Any]:
     c, v, snap = target.cluster, target.variant, target.snapshot
+    name = target.driver.name
     prov: dict[str, Any] = dict(acc.provenance)
     prov.update(
-        pgbench_argv=acc.argv,
-        pgbench_version=report.version,
-        pgbench_report=asdict(report),
+        {
+            f"{name}_argv": acc.argv,
+            f"{name}_version": result.version,
+            f"{name}_report": dict(result.report),
+        },
         build_key=c.inst.key,
         version=acc.settings.get("server_version", {}).get("setting") or c.inst.version,
         installation_prefix=str(c.inst.prefix),

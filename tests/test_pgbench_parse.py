@@ -9,8 +9,8 @@ import pytest
 from blocklab.errors import UserError
 from blocklab.installation import Installation
 from blocklab.model import WorkloadRequest
-from blocklab.runner import verdict
 from blocklab.workloads import pgbench
+from blocklab.workloads.pgbench import verdict
 
 DATA = Path(__file__).parent / "data" / "pgbench"
 TAGS = sorted({p.name.split("-", 1)[0] for p in DATA.glob("*-simple-update-prepared.stdout")})

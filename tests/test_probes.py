@@ -27,7 +27,7 @@ from blocklab.paths import Paths
 from blocklab.probes import Instrumentation, ProbeContext, ProbeResult
 from blocklab.probes.overhead import context_for
 from blocklab.probes.provenance import collect_provenance
-from blocklab.probes.sampler import SECTOR_BYTES
+from blocklab.storage.devices import SECTOR_BYTES
 
 SETTINGS = {
     "shared_buffers": "16MB",

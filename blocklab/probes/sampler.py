@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SECTOR_BYTES = 512  # the kernel's block-layer unit in /sys/block/*/stat, always 512
+from blocklab.errors import StorageError
+from blocklab.storage.devices import parse_stat, stat_path
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
@@ -45,14 +47,14 @@ class Snapshot:
 
 
 def parse_block_stat(text: str) -> DeviceCounters:
-    """/sys/block/<dev>/stat: reads, merged, sectors, ms, writes, merged, sectors, ms, ..."""
-    f = [int(x) for x in text.split()]
+    """/sys/block/<dev>/stat (blocklab.storage.devices.parse_stat: bytes, not sectors)."""
+    s = parse_stat("", text)
     return DeviceCounters(
-        read_bytes=f[2] * SECTOR_BYTES,
-        write_bytes=f[6] * SECTOR_BYTES,
-        read_ios=f[0],
-        write_ios=f[4],
-        busy_ms=f[9],
+        read_bytes=s.read_bytes,
+        write_bytes=s.write_bytes,
+        read_ios=s.read_ios,
+        write_ios=s.write_ios,
+        busy_ms=s.busy_ms,
     )
 
 
@@ -96,14 +98,10 @@ def tree_cpu_s(stats: Mapping[int, tuple[int, float]], root: int) -> float | Non
 # -- readers (I/O) ------------------------------------------------------------------------
 
 
-def block_stat_path(name: str) -> Path:
-    return Path("/sys/class/block") / name / "stat"  # works for partitions, too
-
-
 def read_device(name: str) -> DeviceCounters | None:
     try:
-        return parse_block_stat(block_stat_path(name).read_text())
-    except (OSError, ValueError, IndexError):
+        return parse_block_stat(stat_path(name).read_text())
+    except (OSError, ValueError, IndexError, StorageError):
         return None
 
 

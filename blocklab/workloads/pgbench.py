@@ -243,6 +243,31 @@ def parse_errors(stderr: str) -> list[str]:
     ]
 
 
+def verdict(
+    exit_code: int | None,
+    report: PgbenchReport,
+    *,
+    server_alive: bool,
+    errors: Sequence[str] = (),
+) -> str:
+    """Why a measured execution is not a result ("" when it is one). Pure."""
+    reasons = []
+    if exit_code != 0:
+        detail = f": {errors[0]}" if errors else ""
+        if len(errors) > 1 and errors[-1] != errors[0]:
+            detail += f" (last error: {errors[-1]})"
+        reasons.append(f"pgbench exit code {exit_code}{detail}")
+    if not server_alive:
+        reasons.append("the server died during the run")
+    if report.failed_transactions:
+        reasons.append(f"{report.failed_transactions} failed transactions")
+    if report.tps is None:
+        reasons.append("pgbench printed no tps line")
+    elif not report.transactions:
+        reasons.append("no transaction was processed")
+    return "; ".join(reasons)
+
+
 def parse_aggregate_log(text: str) -> list[AggregateRow]:
     """One thread's aggregate log (PG 15-18 column order, see module docstring)."""
     rows = []

@@ -1,0 +1,115 @@
+"""The interface every workload driver implements (pgbench today; sysbench and go-tpc next).
+
+The runner and the dataset code call a driver only through `WorkloadDriver`, in this order:
+
+    dataset:  for argv in driver.init_commands(inst, endpoint, dataset_request): run argv
+    run:      sql = driver.prepare_sql(workload)          # before the CHECKPOINT, may be None
+              argv = driver.command(inst, endpoint, workload, raw_dir=None, duration_s=warmup_s)
+              argv = driver.command(inst, endpoint, workload, raw_dir=raw_dir)   # measured
+              result = driver.parse(stdout, stderr)       # pure
+              reason = driver.verdict(exit_code, result, server_alive=...)  # "" = a result
+              part = driver.record(result, stderr, raw_dir)  # metrics and series to store
+
+Raw files: the runner keeps `<name>.argv`, `<name>.stdout`, `<name>.stderr` and
+`<name>.exit_code` (and `warmup.*`) in the run's raw directory; a driver may write more
+files there through its command line (pgbench's aggregate logs) and read them in `record`.
+Provenance gets `<name>_argv`, `<name>_version` and `<name>_report` (the tool's whole
+parsed report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from blocklab.installation import Installation
+from blocklab.model import DatasetRequest, WorkloadRequest
+
+if TYPE_CHECKING:
+    from blocklab.cluster import Cluster
+
+Series = dict[str, list[tuple[float, float | None]]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a workload client connects: the server's unix socket directory, port, user
+    (also the database role) and database."""
+
+    socket_dir: str
+    port: int
+    user: str
+    dbname: str = "postgres"
+
+
+def endpoint(cluster: Cluster) -> Endpoint:
+    return Endpoint(str(cluster.socket_dir), cluster.port, cluster.user.name)
+
+
+@dataclass(frozen=True)
+class WorkloadResult:
+    """What one execution of a workload tool reported, parsed (pure). Numbers are None
+    when the tool did not print them; `verdict` decides whether they count."""
+
+    throughput: float | None  # in `throughput_unit` ("tps" for pgbench)
+    throughput_unit: str
+    latency_avg_ms: float | None
+    latency_stddev_ms: float | None
+    transactions: int | None  # completed
+    failed: int | None  # failed transactions (or errors) the tool counted
+    errors: Sequence[str] = ()  # the tool's own error lines, in order
+    version: str | None = None
+    report: Mapping[str, Any] = field(default_factory=dict)  # the tool's whole report
+
+
+@dataclass(frozen=True)
+class RecordPart:
+    """What a successful run's record gets from the driver, beside the result's numbers."""
+
+    metrics: dict[str, float | None]
+    series: Series
+
+
+class WorkloadDriver(Protocol):
+    @property
+    def name(self) -> str:
+        """The driver's name in an experiment file, and the stem of its raw files."""
+        ...
+
+    def init_commands(
+        self, inst: Installation, endpoint: Endpoint, dataset: DatasetRequest
+    ) -> list[list[str]]:
+        """The argvs that load the dataset into a running, empty cluster, in order."""
+        ...
+
+    def prepare_sql(self, workload: WorkloadRequest) -> str | None:
+        """SQL run before the CHECKPOINT that precedes every execution (None: nothing)."""
+        ...
+
+    def command(
+        self,
+        inst: Installation,
+        endpoint: Endpoint,
+        workload: WorkloadRequest,
+        *,
+        raw_dir: Path | None,
+        duration_s: int | None = None,
+    ) -> list[str]:
+        """The argv of the measured execution (logs under `raw_dir`), or with raw_dir None
+        of an unmeasured warm-up. `duration_s` overrides the workload's duration.
+        Raises UserError for a workload that cannot run (a missing script file)."""
+        ...
+
+    def parse(self, stdout: str, stderr: str) -> WorkloadResult:
+        """The tool's output, parsed (pure)."""
+        ...
+
+    def verdict(self, exit_code: int | None, result: WorkloadResult, *, server_alive: bool) -> str:
+        """Why an execution is not a result ("" when it is one). Pure."""
+        ...
+
+    def record(self, result: WorkloadResult, stderr: str, raw_dir: Path) -> RecordPart:
+        """Metrics and per-second series of a successful execution (may read raw_dir)."""
+        ...

@@ -1,0 +1,93 @@
+"""pgbench as a WorkloadDriver (blocklab.workloads.base): the command lines and parsers
+of blocklab.workloads.pgbench behind the interface the runner and datasets call."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from blocklab.installation import Installation
+from blocklab.model import DatasetRequest, WorkloadRequest
+from blocklab.workloads import pgbench
+from blocklab.workloads.base import Endpoint, RecordPart, WorkloadResult
+
+LOG_PREFIX = "pgbench_log"
+
+
+def _target(endpoint: Endpoint) -> pgbench.Target:
+    return pgbench.Target(endpoint.socket_dir, endpoint.port, endpoint.user, endpoint.dbname)
+
+
+class PgbenchDriver:
+    name = "pgbench"
+
+    def init_commands(
+        self, inst: Installation, endpoint: Endpoint, dataset: DatasetRequest
+    ) -> list[list[str]]:
+        target = _target(endpoint)
+        return [
+            pgbench.init_command(inst, target, scale=dataset.scale, fillfactor=dataset.fillfactor)
+        ]
+
+    def prepare_sql(self, workload: WorkloadRequest) -> str | None:
+        """The vacuum pgbench would do before a built-in script (see pgbench's docstring)."""
+        return pgbench.PREPARE_SQL if workload.builtin is not None else None
+
+    def command(
+        self,
+        inst: Installation,
+        endpoint: Endpoint,
+        workload: WorkloadRequest,
+        *,
+        raw_dir: Path | None,
+        duration_s: int | None = None,
+    ) -> list[str]:
+        target = _target(endpoint)
+        if raw_dir is None:  # warm-up: no logs, no progress lines
+            return pgbench.command(
+                inst, target, workload, log_prefix=None, duration_s=duration_s, progress=False
+            )
+        return pgbench.command(
+            inst, target, workload, log_prefix=raw_dir / LOG_PREFIX, duration_s=duration_s
+        )
+
+    def parse(self, stdout: str, stderr: str) -> WorkloadResult:
+        report = pgbench.parse_report(stdout)
+        return WorkloadResult(
+            throughput=report.tps,
+            throughput_unit="tps",
+            latency_avg_ms=report.latency_avg_ms,
+            latency_stddev_ms=report.latency_stddev_ms,
+            transactions=report.transactions,
+            failed=report.failed_transactions,
+            errors=tuple(pgbench.parse_errors(stderr)),
+            version=report.version,
+            report=asdict(report),
+        )
+
+    def verdict(self, exit_code: int | None, result: WorkloadResult, *, server_alive: bool) -> str:
+        report = pgbench.PgbenchReport(**result.report)
+        return pgbench.verdict(
+            exit_code, report, server_alive=server_alive, errors=list(result.errors)
+        )
+
+    def record(self, result: WorkloadResult, stderr: str, raw_dir: Path) -> RecordPart:
+        metrics: dict[str, float | None] = {
+            "aggregate_log_coverage_ratio": aggregate_log_coverage(
+                raw_dir / LOG_PREFIX, result.transactions
+            )
+        }
+        initial_connection_ms = result.report.get("initial_connection_ms")
+        if initial_connection_ms is not None:
+            metrics["initial_connection_ms"] = initial_connection_ms
+        series = pgbench.series_from_progress(pgbench.parse_progress(stderr))
+        return RecordPart(metrics=metrics, series=series)
+
+
+def aggregate_log_coverage(log_prefix: Path, transactions: int | None) -> float | None:
+    """Share of the reported transactions that pgbench's aggregate logs account for."""
+    files = pgbench.aggregate_log_files(log_prefix)
+    if not files or not transactions:
+        return None
+    rows = pgbench.merge_aggregates(pgbench.parse_aggregate_log(p.read_text()) for p in files)
+    return sum(r.num_transactions for r in rows) / transactions
