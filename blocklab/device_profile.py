@@ -24,7 +24,7 @@ from blocklab.host import host_facts
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
 from blocklab.state import State
-from blocklab.store import ResultsDB
+from blocklab.store import ResultsDB, ResultsStore
 from blocklab.timestamps import now_iso
 
 FIO_FILE = "blocklab-fio.dat"
@@ -203,7 +203,7 @@ def run_profile(
 
 
 def _measure(
-    db: ResultsDB,
+    db: ResultsStore,
     profile_id: int,
     plan: Plan,
     target: Target,

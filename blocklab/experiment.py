@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from blocklab import plan
 from blocklab.model import Variant
 from blocklab.spec import Experiment
-from blocklab.store import ResultsDB, RunRecord
+from blocklab.store import ResultsStore, RunRecord
 from blocklab.summary import summarize_experiment
 from blocklab.timestamps import now_iso
 
@@ -75,7 +75,7 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-def register(db: ResultsDB, exp: Experiment, host: dict[str, Any]) -> list[Variant]:
+def register(db: ResultsStore, exp: Experiment, host: dict[str, Any]) -> list[Variant]:
     variants = exp.variants()
     db.upsert_experiment(
         exp.name,
@@ -99,7 +99,7 @@ class Loop:
         exp: Experiment,
         variants: Sequence[Variant],
         *,
-        db: ResultsDB,
+        db: ResultsStore,
         lab: LabLike,
         progress: Progress,
         clock: Callable[[], float] = time.monotonic,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.errors import UserError
-from blocklab.store import ResultsDB
+from blocklab.store import ResultsStore
 
 RUN_FIELDS = (
     "experiment",
@@ -51,7 +51,7 @@ def variant_columns(variant_json: str) -> dict[str, Any]:
     return out
 
 
-def _experiments(db: ResultsDB, experiment: str | None) -> list[str]:
+def _experiments(db: ResultsStore, experiment: str | None) -> list[str]:
     if experiment is not None:
         return [db.experiment(experiment)["name"]]
     names = [r["name"] for r in db.experiments()]
@@ -60,7 +60,7 @@ def _experiments(db: ResultsDB, experiment: str | None) -> list[str]:
     return names
 
 
-def run_rows(db: ResultsDB, experiment: str | None = None) -> Iterator[dict[str, Any]]:
+def run_rows(db: ResultsStore, experiment: str | None = None) -> Iterator[dict[str, Any]]:
     for name in _experiments(db, experiment):
         variants = {v["variant_id"]: v for v in db.variants(name)}
         for r in db.runs(name):
@@ -72,7 +72,7 @@ def run_rows(db: ResultsDB, experiment: str | None = None) -> Iterator[dict[str,
             yield row
 
 
-def series_rows(db: ResultsDB, experiment: str | None = None) -> Iterator[dict[str, Any]]:
+def series_rows(db: ResultsStore, experiment: str | None = None) -> Iterator[dict[str, Any]]:
     for name in _experiments(db, experiment):
         labels = {v["variant_id"]: v["label"] for v in db.variants(name)}
         for r in db.runs(name):
@@ -100,7 +100,7 @@ def write_csv(path: Path, rows: list[dict[str, Any]], first: tuple[str, ...]) ->
 
 
 def export_csv(
-    db: ResultsDB, out_dir: Path, experiment: str | None = None
+    db: ResultsStore, out_dir: Path, experiment: str | None = None
 ) -> list[tuple[Path, int]]:
     runs = list(run_rows(db, experiment))
     series = list(series_rows(db, experiment))

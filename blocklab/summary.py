@@ -1,18 +1,17 @@
 """The summary of an experiment: per-variant statistics and paired comparisons with the
-reference, computed from stored runs. Reads through ResultsDB; the arithmetic is in
+reference, computed from stored runs. Reads through the ResultsStore; the arithmetic is in
 blocklab.stats (pure)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from blocklab import stats
 from blocklab.metrics import RUN_COLUMN_METRICS, compare, metric_info, summarize, verdict_text
-from blocklab.store import ResultsDB
+from blocklab.store import ResultsStore, Row
 
 
 @dataclass
@@ -57,7 +56,7 @@ class ExperimentSummary:
 LATENCY = metric_info("latency_avg_ms")
 
 
-def round_values(db: ResultsDB, runs: Sequence[sqlite3.Row], metric: str) -> dict[int, float]:
+def round_values(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int, float]:
     """round -> value for the successful runs among `runs`."""
     out: dict[int, float] = {}
     for r in runs:
@@ -69,7 +68,7 @@ def round_values(db: ResultsDB, runs: Sequence[sqlite3.Row], metric: str) -> dic
     return out
 
 
-def summarize_experiment(db: ResultsDB, name: str, metric: str = "tps") -> ExperimentSummary:
+def summarize_experiment(db: ResultsStore, name: str, metric: str = "tps") -> ExperimentSummary:
     exp = db.experiment(name)
     ref_id = exp["reference"]
     all_runs = db.runs(name)
@@ -78,7 +77,7 @@ def summarize_experiment(db: ResultsDB, name: str, metric: str = "tps") -> Exper
     info = metric_info(metric)
     variants = db.variants(name)
     labels = {v["variant_id"]: v["label"] for v in variants}
-    runs_of: dict[str, list[sqlite3.Row]] = {vid: [] for vid in labels}
+    runs_of: dict[str, list[Row]] = {vid: [] for vid in labels}
     for r in all_runs:
         runs_of.setdefault(r["variant_id"], []).append(r)
     values_of = {vid: round_values(db, runs, metric) for vid, runs in runs_of.items()}

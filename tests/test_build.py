@@ -259,7 +259,7 @@ def _fake_complete_build(builds_dir: Path, key: str, req: BuildRequest) -> Path:
 
 def _results_with_variant(results: Path, req: BuildRequest) -> None:
     from blocklab.model import Variant
-    from blocklab.store.db import ResultsDB
+    from blocklab.store import ResultsDB
 
     v = Variant(build=req)
     with ResultsDB(results) as db:

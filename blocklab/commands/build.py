@@ -118,19 +118,18 @@ def _builds_table(builds: list[Installation]) -> None:
 
 def stored_build_requests(results: Path) -> tuple[list[dict[str, Any]], str]:
     """Build requests of every stored variant, and all run provenance as one text."""
-    from blocklab.store import db
+    from blocklab.store import ResultsDB
 
-    with db.ResultsDB(results, create=False) as rdb:
-        rows = rdb.conn.execute("SELECT variant_json FROM variants").fetchall()
-        prov = rdb.conn.execute("SELECT provenance_json FROM runs").fetchall()
+    with ResultsDB(results, create=False) as rdb:
+        variants, prov = rdb.variant_jsons(), rdb.provenance_jsons()
     requests = []
-    for row in rows:
-        raw = json.loads(row["variant_json"]).get("build", {})
+    for variant_json in variants:
+        raw = json.loads(variant_json).get("build", {})
         try:
             requests.append(BuildRequest(**raw).model_dump(mode="json"))
         except ValidationError:  # written by another blocklab version: compare as stored
             requests.append(raw)
-    return requests, "\n".join(r["provenance_json"] for r in prov)
+    return requests, "\n".join(prov)
 
 
 def unused_builds(

@@ -1,4 +1,4 @@
-"""The report's data layer: reads everything through blocklab.store.ResultsDB.
+"""The report's data layer: reads everything through blocklab.store (ResultsStore).
 
 `load_experiment` gathers one experiment's variants, runs and per-run metrics and
 computes the statistics (blocklab.stats, via report.shape). Per-second series and
@@ -17,7 +17,7 @@ from blocklab import device_store
 from blocklab.errors import UserError
 from blocklab.metrics import MetricInfo
 from blocklab.report import shape
-from blocklab.store import RESULTS_DB_NAME, ResultsDB
+from blocklab.store import RESULTS_DB_NAME, ResultsDB, ResultsStore
 
 
 @dataclass
@@ -151,7 +151,7 @@ def _run_view(row: Any, metrics: dict[str, float | None]) -> RunView:
     )
 
 
-def load_experiment(db: ResultsDB, name: str) -> ExperimentView:
+def load_experiment(db: ResultsStore, name: str) -> ExperimentView:
     exp = db.experiment(name)
     ref = exp["reference"]
     runs = [_run_view(r, db.metrics(int(r["id"]))) for r in db.runs(name)]
@@ -216,7 +216,7 @@ def _fill_cells(
                 v.cells[m.key] = cell
 
 
-def load_run_detail(db: ResultsDB, run_id: int) -> RunDetail:
+def load_run_detail(db: ResultsStore, run_id: int) -> RunDetail:
     cps = [
         {
             "start_s": c["start_s"],

@@ -4,19 +4,18 @@ Page data is computed here (pure); blocklab.report.site writes the page."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from blocklab import device_store, economics
-from blocklab.store import ResultsDB
+from blocklab.store import ResultsStore, Row
 
 # The report has no prices of its own: it states these; `blocklab economics` takes yours.
 REPORT_RAM_PRICE_PER_GB = 3.0
 REPORT_DEVICE_PRICE = 100.0
 
 
-def profile_json(head: sqlite3.Row, points: Sequence[sqlite3.Row]) -> dict[str, Any]:
+def profile_json(head: Row, points: Sequence[Row]) -> dict[str, Any]:
     """One profile: a line per (pattern, depth) over request size, and its economics."""
     lines: dict[str, dict[str, Any]] = {}
     for p in points:
@@ -62,7 +61,7 @@ def profile_json(head: sqlite3.Row, points: Sequence[sqlite3.Row]) -> dict[str, 
     }
 
 
-def economics_rows(name: str, points: Sequence[sqlite3.Row]) -> list[dict[str, Any]]:
+def economics_rows(name: str, points: Sequence[Row]) -> list[dict[str, Any]]:
     """The RAM-device Five-Minute table at the report's stated prices, per depth."""
     out = []
     for depth in sorted({p["iodepth"] for p in points}):
@@ -91,7 +90,7 @@ def economics_rows(name: str, points: Sequence[sqlite3.Row]) -> list[dict[str, A
     return out
 
 
-def devices_json(db: ResultsDB) -> list[dict[str, Any]]:
+def devices_json(db: ResultsStore) -> list[dict[str, Any]]:
     return [
         profile_json(head, device_store.points(db, head["id"]))
         for head in device_store.profiles(db)

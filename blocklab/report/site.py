@@ -29,7 +29,7 @@ from blocklab import __version__, device_store, export
 from blocklab.errors import UserError
 from blocklab.report import data, devices, shape
 from blocklab.report.data import ExperimentView, RunView
-from blocklab.store import ResultsDB
+from blocklab.store import ResultsStore
 
 MARKER = ".blocklab-site"
 MAX_RAW_FILE_BYTES = 256 * 1024 * 1024
@@ -162,7 +162,7 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def _generate(db: ResultsDB, results: Path, out: Path) -> tuple[int, int]:
+def _generate(db: ResultsStore, results: Path, out: Path) -> tuple[int, int]:
     w = Writer(out, datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", " UTC"))
     copy_assets(out / "assets")
     exps = [data.load_experiment(db, row["name"]) for row in db.experiments()]
@@ -183,7 +183,7 @@ def _generate(db: ResultsDB, results: Path, out: Path) -> tuple[int, int]:
     return len(exps), sum(len(e.runs) for e in exps)
 
 
-def write_devices(w: Writer, db: ResultsDB) -> None:
+def write_devices(w: Writer, db: ResultsStore) -> None:
     """devices.html when device profiles are stored (blocklab.report.devices)."""
     profiles = devices.devices_json(db)
     if profiles:
@@ -224,7 +224,7 @@ def copy_assets(dest: Path) -> None:
         (dest / name).write_bytes(static.joinpath(name).read_bytes())
 
 
-def write_experiment(w: Writer, db: ResultsDB, results: Path, exp: ExperimentView) -> None:
+def write_experiment(w: Writer, db: ResultsStore, results: Path, exp: ExperimentView) -> None:
     base = f"e/{exp.slug}"
     edir = w.out / base
     (edir / "runs").mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""SQLite results store. Each run is written in one transaction."""
+"""The SQLite results store (blocklab.store.base.ResultsStore). Each run, each device
+profile point, is written in one transaction. All of blocklab's SQL is here."""
 
 from __future__ import annotations
 
@@ -6,45 +7,18 @@ import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from blocklab.errors import UserError
+from blocklab.store.base import POINT_COLUMNS, DevicePoint, DeviceProfileHead, RunRecord
 
 SCHEMA_VERSION = 2
 # Later versions: version -> DDL file (in blocklab/store) applied on the way up from
 # schema.sql (version 1). Each file only adds (CREATE ... IF NOT EXISTS).
 MIGRATIONS = {2: "schema_v2_device_profiles.sql"}
 RESULTS_DB_NAME = "blocklab.sqlite"
-
-
-@dataclass
-class RunRecord:
-    """Everything one run produced. `tps` and friends are None for a failed run."""
-
-    experiment: str
-    variant_id: str
-    round: int
-    position: int
-    status: str  # "ok" | "failed"
-    started_at: str
-    ended_at: str
-    reason: str = ""
-    tps: float | None = None
-    latency_avg_ms: float | None = None
-    latency_stddev_ms: float | None = None
-    transactions: int | None = None
-    failed_transactions: int | None = None
-    exit_code: int | None = None
-    command: str = ""
-    raw_dir: str = ""
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    provenance: Mapping[str, Any] = field(default_factory=dict)
-    metrics: Mapping[str, float | None] = field(default_factory=dict)
-    series: Mapping[str, Sequence[tuple[float, float | None]]] = field(default_factory=dict)
-    checkpoints: Sequence[Mapping[str, Any]] = field(default_factory=list)
 
 
 class ResultsDB:
@@ -62,6 +36,10 @@ class ResultsDB:
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.conn.execute("PRAGMA journal_mode = WAL")
         self._migrate()
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     def close(self) -> None:
         self.conn.close()
@@ -185,6 +163,10 @@ class ResultsDB:
             )
         )
 
+    def variant_jsons(self) -> list[str]:
+        """Every stored variant's JSON, of every experiment."""
+        return [r["variant_json"] for r in self.conn.execute("SELECT variant_json FROM variants")]
+
     # --- rounds ------------------------------------------------------------------
     def record_round(self, experiment: str, round_no: int, seed: int, order: Sequence[str]) -> None:
         with self.tx() as c:
@@ -281,6 +263,10 @@ class ResultsDB:
             )
         }
 
+    def provenance_jsons(self) -> list[str]:
+        """Every stored run's provenance JSON, of every experiment."""
+        return [r["provenance_json"] for r in self.conn.execute("SELECT provenance_json FROM runs")]
+
     def metrics(self, run_id: int) -> dict[str, float | None]:
         return {
             r["name"]: r["value"]
@@ -307,4 +293,79 @@ class ResultsDB:
     def checkpoints(self, run_id: int) -> list[sqlite3.Row]:
         return list(
             self.conn.execute("SELECT * FROM checkpoints WHERE run_id=? ORDER BY seq", (run_id,))
+        )
+
+    # --- device profiles (schema version 2) ----------------------------------------
+    def create_device_profile(self, head: DeviceProfileHead) -> int:
+        """Insert a profile (state 'running'), replacing a stored one of the same name."""
+        with self.tx() as c:
+            row = c.execute("SELECT id FROM device_profiles WHERE name=?", (head.name,)).fetchone()
+            if row is not None:
+                c.execute("DELETE FROM device_profiles WHERE id=?", (row["id"],))
+            cur = c.execute(
+                "INSERT INTO device_profiles (name, created_at, target_json, host_json,"
+                " fio_version, ioengine, runtime_s, size_bytes) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    head.name,
+                    head.created_at,
+                    json.dumps(head.target, sort_keys=True, default=str),
+                    json.dumps(head.host, sort_keys=True, default=str),
+                    head.fio_version,
+                    head.ioengine,
+                    head.runtime_s,
+                    head.size_bytes,
+                ),
+            )
+        return int(cur.lastrowid or 0)
+
+    def device_profile_exists(self, name: str) -> bool:
+        sql = "SELECT 1 FROM device_profiles WHERE name=?"
+        return self.conn.execute(sql, (name,)).fetchone() is not None
+
+    def record_device_point(self, profile_id: int, point: DevicePoint) -> None:
+        with self.tx() as c:
+            c.execute(
+                "INSERT OR REPLACE INTO device_profile_points (profile_id, pattern,"
+                " request_bytes, iodepth, status, reason, " + ", ".join(POINT_COLUMNS) + ","
+                " command, fio_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    profile_id,
+                    point.pattern,
+                    point.request_bytes,
+                    point.iodepth,
+                    point.status,
+                    point.reason,
+                    *(point.values.get(k) for k in POINT_COLUMNS),
+                    point.command,
+                    point.fio_json,
+                ),
+            )
+
+    def set_device_profile_state(self, profile_id: int, state: str) -> None:
+        with self.tx() as c:
+            c.execute("UPDATE device_profiles SET state=? WHERE id=?", (state, profile_id))
+
+    def device_profiles(self) -> list[sqlite3.Row]:
+        return list(
+            self.conn.execute(
+                "SELECT p.*, count(q.profile_id) AS points,"
+                " sum(q.status = 'failed') AS failed_points"
+                " FROM device_profiles p LEFT JOIN device_profile_points q"
+                " ON q.profile_id = p.id GROUP BY p.id ORDER BY p.created_at"
+            )
+        )
+
+    def device_profile(self, name: str) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = self.conn.execute(
+            "SELECT * FROM device_profiles WHERE name=?", (name,)
+        ).fetchone()
+        return row
+
+    def device_points(self, profile_id: int) -> list[sqlite3.Row]:
+        return list(
+            self.conn.execute(
+                "SELECT * FROM device_profile_points WHERE profile_id=?"
+                " ORDER BY pattern, iodepth, request_bytes",
+                (profile_id,),
+            )
         )

@@ -1,0 +1,146 @@
+"""What a results back end offers (SQLite today, blocklab.store.sqlite; PostgreSQL next).
+
+Callers read and write results only through these methods; rows come back as `Row`
+(read by column name: `row["tps"]`). A back end keeps its schema and its versioning
+to itself. Writes are atomic per unit of work: one run with its metrics, series and
+checkpoints; one device-profile point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Row(Protocol):
+    """A stored row, read by column name."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+
+@dataclass
+class RunRecord:
+    """Everything one run produced. `tps` and friends are None for a failed run."""
+
+    experiment: str
+    variant_id: str
+    round: int
+    position: int
+    status: str  # "ok" | "failed"
+    started_at: str
+    ended_at: str
+    reason: str = ""
+    tps: float | None = None
+    latency_avg_ms: float | None = None
+    latency_stddev_ms: float | None = None
+    transactions: int | None = None
+    failed_transactions: int | None = None
+    exit_code: int | None = None
+    command: str = ""
+    raw_dir: str = ""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    metrics: Mapping[str, float | None] = field(default_factory=dict)
+    series: Mapping[str, Sequence[tuple[float, float | None]]] = field(default_factory=dict)
+    checkpoints: Sequence[Mapping[str, Any]] = field(default_factory=list)
+
+
+# a device-profile point's numbers (fio.Result attributes of the same names)
+POINT_COLUMNS = (
+    "iops",
+    "bw_bytes_per_s",
+    "lat_mean_us",
+    "lat_p50_us",
+    "lat_p99_us",
+    "lat_p999_us",
+    "runtime_s",
+)
+
+
+@dataclass(frozen=True)
+class DeviceProfileHead:
+    """A device profile's identity, stored before its first point runs."""
+
+    name: str
+    created_at: str
+    target: Mapping[str, Any]
+    host: Mapping[str, Any]
+    fio_version: str
+    ioengine: str
+    runtime_s: float
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class DevicePoint:
+    """One measured (or failed: `values` all None, `reason` set) device-profile point."""
+
+    pattern: str
+    request_bytes: int
+    iodepth: int
+    status: str  # "ok" | "failed"
+    reason: str
+    values: Mapping[str, float | None]  # POINT_COLUMNS
+    command: str
+    fio_json: str
+
+
+class ResultsStore(Protocol):
+    """The results back end's interface (blocklab.store.sqlite.ResultsDB implements it)."""
+
+    @property
+    def directory(self) -> Path:  # the results directory: runs' raw files live under it
+        ...
+
+    @property
+    def location(self) -> str:  # where the results are stored, for messages
+        ...
+
+    def close(self) -> None: ...
+
+    # experiments and their variants
+    def upsert_experiment(
+        self,
+        name: str,
+        *,
+        description: str,
+        spec: Mapping[str, Any],
+        seed: int,
+        reference: str | None,
+        created_at: str,
+        host: Mapping[str, Any],
+        variants: Sequence[tuple[str, str, str, Mapping[str, Any]]],
+        references: Mapping[str, str] | None = None,
+    ) -> None: ...
+    def set_experiment_state(self, name: str, state: str, end_reason: str = "") -> None: ...
+    def experiments(self) -> Sequence[Row]: ...
+    def experiment(self, name: str) -> Row: ...
+    def variants(self, experiment: str) -> Sequence[Row]: ...
+    def variant_jsons(self) -> list[str]: ...  # every stored variant, all experiments
+
+    # rounds and runs
+    def record_round(
+        self, experiment: str, round_no: int, seed: int, order: Sequence[str]
+    ) -> None: ...
+    def rounds(self, experiment: str) -> Sequence[Row]: ...
+    def record_run(self, r: RunRecord) -> int: ...
+    def runs(self, experiment: str, variant_id: str | None = None) -> Sequence[Row]: ...
+    def run(self, run_id: int) -> Row: ...
+    def done_keys(self, experiment: str) -> set[tuple[str, int]]: ...
+    def provenance_jsons(self) -> list[str]: ...  # every stored run, all experiments
+    def metrics(self, run_id: int) -> dict[str, float | None]: ...
+    def metric_names(self, experiment: str) -> list[str]: ...
+    def series(self, run_id: int) -> dict[str, list[tuple[float, float | None]]]: ...
+    def checkpoints(self, run_id: int) -> Sequence[Row]: ...
+
+    # device profiles
+    def create_device_profile(self, head: DeviceProfileHead) -> int: ...
+    def device_profile_exists(self, name: str) -> bool: ...
+    def record_device_point(self, profile_id: int, point: DevicePoint) -> None: ...
+    def set_device_profile_state(self, profile_id: int, state: str) -> None: ...
+    def device_profiles(self) -> Sequence[Row]: ...  # with `points` and `failed_points`
+    def device_profile(self, name: str) -> Row | None: ...
+    def device_points(self, profile_id: int) -> Sequence[Row]: ...
