@@ -25,13 +25,15 @@ def _register() -> None:
         cleanup,
         device,
         economics,
+        export,
         plan,
         report,
         run,
         selftest,
+        summary,
     )
 
-    for module in (build, cleanup, plan, report, run, selftest, economics, device):
+    for module in (build, cleanup, plan, report, run, summary, export, selftest, economics, device):
         for command in module.COMMANDS:
             cli.add_command(command)
 

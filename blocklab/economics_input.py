@@ -1,11 +1,14 @@
-"""Inputs of `blocklab economics`: IOPS lists and price files (pure parsing, no I/O)."""
+"""Inputs of `blocklab economics`: IOPS lists, price files and the devices they describe
+(pure: a stored profile is read through the `profile_iops` callable the command passes)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from blocklab.economics import GIB, Device
 from blocklab.errors import UserError
 
 PAGE_SIZES_KB = (1, 2, 4, 8, 16, 32)  # PostgreSQL's BLCKSZ choices
@@ -85,3 +88,64 @@ def prices_from_toml(data: Mapping[str, Any], source: str) -> dict[str, float]:
         assert checked is not None
         out[key] = checked
     return out
+
+
+def required_price(
+    value: float | None,
+    prices: Mapping[str, float],
+    *,
+    key: str,
+    flag: str,
+    what: str,
+    positive: bool,
+) -> float:
+    """The flag's value, else the price file's `key`; UserError naming both when neither."""
+    checked = check_price(value, flag, positive=positive)
+    found = prices.get(key) if checked is None else checked
+    if found is None:
+        raise UserError(f"{flag}: the price of {what} is needed (or {key} in the --prices file)")
+    return found
+
+
+@dataclass(frozen=True)
+class DeviceInput:
+    """Where one device's IOPS come from: a stored profile or --iops numbers."""
+
+    profile: str | None
+    iops: str | None
+    price: float | None
+    capacity_gb: float | None
+    flag: str  # "" for the first device, "2" for the second
+
+
+ProfileIops = Callable[[str, str], tuple[dict[int, float], str]]
+
+
+def resolve_device(
+    d: DeviceInput, prices: Mapping[str, float], profile_iops: ProfileIops
+) -> tuple[Device, str]:
+    """The device (name, IOPS by request bytes, price, capacity) and where its IOPS come
+    from; `profile_iops(name, flag)` reads a stored profile. Flags win over `prices`."""
+    key = f"device{d.flag}"
+    price = required_price(
+        d.price,
+        prices,
+        key=f"{key}_price",
+        flag=f"--{key}-price",
+        what="one device",
+        positive=False,
+    )
+    cap_gb = check_price(d.capacity_gb, f"--{key}-capacity-gb", positive=True)
+    cap_gb = prices.get(f"{key}_capacity_gb") if cap_gb is None else cap_gb
+    capacity = int(cap_gb * GIB) if cap_gb else None
+    if (d.profile is None) == (d.iops is None):
+        raise UserError(
+            f"--profile{d.flag} / --iops{d.flag}: give exactly one of them "
+            "(a stored device profile, or numbers such as 4k=40000,8k=30000)"
+        )
+    if d.iops is not None:
+        iops = parse_iops(d.iops, f"--iops{d.flag}")
+        return Device(f"device{d.flag or '1'}", iops, price, capacity), f"--iops{d.flag}"
+    assert d.profile is not None
+    iops, source = profile_iops(d.profile, f"--profile{d.flag}")
+    return Device(d.profile, iops, price, capacity), source

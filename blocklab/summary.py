@@ -5,6 +5,7 @@ blocklab.stats (pure)."""
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,3 +111,17 @@ def summarize_experiment(db: ResultsStore, name: str, metric: str = "tps") -> Ex
             )
         )
     return result
+
+
+def restore_note(db: ResultsStore, experiment: str, dataset_init_s: Sequence[float]) -> str:
+    """Restoring the snapshot against making the dataset again ("" without both)."""
+    restores = [
+        v for r in db.runs(experiment) if (v := db.metrics(r["id"]).get("restore_s")) is not None
+    ]
+    if not restores or not dataset_init_s:
+        return ""
+    return (
+        "Every run started from the dataset's snapshot: restore "
+        f"{statistics.median(restores):.2f} s per run (median of {len(restores)}), against "
+        f"{statistics.median(dataset_init_s):.1f} s to initialise a dataset."
+    )

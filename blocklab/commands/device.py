@@ -12,13 +12,13 @@ from pathlib import Path
 import click
 
 from blocklab import device_profile, device_store, fio
+from blocklab.commands.options import choice_option, results_option
 from blocklab.device_profile import Plan, Target
 from blocklab.errors import UserError
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
 from blocklab.store import ResultsDB
 
-RESULTS_HELP = "results directory (default: BLOCKLAB_RESULTS or BLOCKLAB_HOME/results)"
 FS_KINDS = ("ext4", "xfs", "btrfs")
 
 
@@ -101,12 +101,8 @@ def device() -> None:
     help="Use a storage table of this experiment file.",
 )
 @click.option("--storage", help="Which of the experiment's storages (its label).")
-@click.option(
-    "--fs",
-    type=click.Choice(FS_KINDS),
-    default="ext4",
-    show_default=True,
-    help="Without --path/--device/--experiment: a loop-device file system.",
+@choice_option(
+    "--fs", FS_KINDS, "ext4", "Without --path/--device/--experiment: a loop-device file system."
 )
 @click.option("--fs-block-size", type=int, help="File-system block size in bytes (--fs).")
 @click.option("--patterns", default=",".join(fio.PATTERNS), show_default=True)
@@ -121,9 +117,9 @@ def device() -> None:
 )
 @click.option("--runtime", type=float, default=5, show_default=True, help="Seconds per point.")
 @click.option("--size", default="256M", show_default=True, help="fio's file (or device region).")
-@click.option("--ioengine", type=click.Choice(fio.IOENGINES), default="libaio", show_default=True)
+@choice_option("--ioengine", fio.IOENGINES, "libaio", "fio's I/O engine.")
 @click.option("--replace", is_flag=True, help="Replace a stored profile of the same name.")
-@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+@results_option
 def profile(
     name: str | None,
     path: Path | None,
@@ -168,7 +164,7 @@ def profile(
 
 
 @device.command("list")
-@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+@results_option
 def list_profiles(results: Path | None) -> None:
     """Stored device profiles."""
     with ResultsDB(Paths.from_env(results=results).results, create=False) as db:
@@ -185,7 +181,7 @@ def list_profiles(results: Path | None) -> None:
 
 @device.command("show")
 @click.argument("name")
-@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+@results_option
 def show(name: str, results: Path | None) -> None:
     """One profile's points: IOPS, bandwidth and latency percentiles."""
     with ResultsDB(Paths.from_env(results=results).results, create=False) as db:

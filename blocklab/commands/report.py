@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
+from blocklab.commands.options import results_option
 from blocklab.paths import Paths
 from blocklab.report import DEFAULT_HOST, SiteResult, build_site, make_server
 
-RESULTS_HELP = "results directory (default: BLOCKLAB_RESULTS or BLOCKLAB_HOME/results)"
 OUT_HELP = "where to write the site (default: RESULTS/report); replaced whole"
 
 
@@ -27,7 +27,7 @@ def _describe(r: SiteResult) -> str:
 
 
 @click.command("report")
-@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+@results_option
 @click.option("--out", type=click.Path(path_type=Path), help=OUT_HELP)
 def report(results: Path | None, out: Path | None) -> None:
     """Write the static report site (works offline, from disk)."""
@@ -38,7 +38,7 @@ def report(results: Path | None, out: Path | None) -> None:
 
 
 @click.command("serve")
-@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+@results_option
 @click.option("--out", type=click.Path(path_type=Path), help=OUT_HELP)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option(

@@ -1,4 +1,4 @@
-"""CLI commands: run, summary, export."""
+"""CLI command: run (an experiment file, or the built-in demo)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
+from blocklab.commands.options import results_option
 from blocklab.console import console
 from blocklab.errors import UserError
 from blocklab.paths import Paths
@@ -20,10 +21,8 @@ if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a comm
     from blocklab.lab import DatasetInfo, Lab
     from blocklab.model import Variant
     from blocklab.spec import Experiment
-    from blocklab.store import ResultsDB
 
 OVERRIDE_HELP = " (with FILE: replaces a fixed matrix value; stored as another experiment)"
-RESULTS_HELP = "results directory (default: $BLOCKLAB_RESULTS, else $BLOCKLAB_HOME/results)"
 
 
 def _paths(results: Path | None) -> Paths:
@@ -72,7 +71,7 @@ def _positive(flag: str, value: int | float | None) -> None:
 
 @click.command("run")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
-@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
+@results_option
 @click.option("--rounds", type=int, help="rounds to run (each runs every variant once)")
 @click.option("--duration", type=int, help="seconds per run" + OVERRIDE_HELP)
 @click.option("--scale", type=int, help="pgbench scale factor" + OVERRIDE_HELP)
@@ -113,7 +112,7 @@ def run_cmd(
         raise UserError(f"FILE: no experiment file at {file}")
     from blocklab.experiment import StoppingRule
     from blocklab.store import ResultsDB
-    from blocklab.summary import summarize_experiment
+    from blocklab.summary import restore_note, summarize_experiment
     from blocklab.summary_table import print_summary
 
     budget_s = _duration_s(time_budget, "--time-budget")
@@ -129,27 +128,11 @@ def run_cmd(
     out = console()
     with ResultsDB(paths.results) as db:
         print_summary(out, summarize_experiment(db, exp.name))
-        out.print(restore_line(db, exp.name, datasets), highlight=False)
+        out.print(restore_note(db, exp.name, [d.init_s for d in datasets]), highlight=False)
     out.print(f"\n{outcome.end_reason}. Results: {paths.results} (experiment '{exp.name}').")
     out.print("Next: blocklab summary · blocklab report · blocklab export --csv DIR")
     if outcome.runs_failed:
         raise click.exceptions.Exit(1)
-
-
-def restore_line(db: ResultsDB, experiment: str, datasets: list[DatasetInfo]) -> str:
-    """Restoring the snapshot against making the dataset again."""
-    from statistics import median
-
-    restores = [
-        v for r in db.runs(experiment) if (v := db.metrics(r["id"]).get("restore_s")) is not None
-    ]
-    if not restores or not datasets:
-        return ""
-    init_s = median(d.init_s for d in datasets)
-    return (
-        f"Every run started from the dataset's snapshot: restore {median(restores):.2f} s per run "
-        f"(median of {len(restores)}), against {init_s:.1f} s to initialise a dataset."
-    )
 
 
 def _execute(
@@ -211,67 +194,4 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-@click.command("summary")
-@click.argument("experiment", required=False)
-@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
-@click.option(
-    "--metric",
-    default="tps",
-    show_default=True,
-    help="tps, latency_avg_ms, or a derived metric such as wal_bytes_per_xact",
-)
-def summary_cmd(experiment: str | None, results: Path | None, metric: str) -> None:
-    """The table: n, mean ± stdev, min, median, max, CI and gain against the reference."""
-    from blocklab.store import ResultsDB
-    from blocklab.summary import summarize_experiment
-    from blocklab.summary_table import print_summary
-
-    paths = _paths(results)
-    if not paths.results.is_dir():
-        raise UserError(f"--results: {paths.results} does not exist")
-    with ResultsDB(paths.results, create=False) as db:
-        names = [experiment] if experiment else [r["name"] for r in db.experiments()]
-        if not names:
-            raise UserError(f"--results: {paths.results} holds no experiment")
-        out = console()
-        for name in names:
-            _check_metric(db, db.experiment(name)["name"], metric)
-            print_summary(out, summarize_experiment(db, name, metric))
-
-
-def _check_metric(db: ResultsDB, experiment: str, metric: str) -> None:
-    from blocklab.metrics import RUN_COLUMN_METRICS
-
-    known = [*RUN_COLUMN_METRICS, *db.metric_names(experiment)]
-    if metric not in known:
-        raise UserError(
-            f"--metric: '{metric}' is not stored for experiment '{experiment}'; "
-            f"allowed: {', '.join(known)}"
-        )
-
-
-@click.command("export")
-@click.argument("experiment", required=False)
-@click.option(
-    "--csv",
-    "csv_dir",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="directory to write runs.csv and series.csv into",
-)
-@click.option("--results", type=click.Path(path_type=Path), help=RESULTS_HELP)
-def export_cmd(experiment: str | None, csv_dir: Path, results: Path | None) -> None:
-    """Runs (every dimension and metric) and per-second series as CSV."""
-    from blocklab.export import export_csv
-    from blocklab.store import ResultsDB
-
-    paths = _paths(results)
-    if not paths.results.is_dir():
-        raise UserError(f"--results: {paths.results} does not exist")
-    with ResultsDB(paths.results, create=False) as db:
-        written = export_csv(db, csv_dir, experiment)
-    for path, rows in written:
-        click.echo(f"{path}: {rows} rows")
-
-
-COMMANDS: list[click.Command] = [run_cmd, summary_cmd, export_cmd]
+COMMANDS: list[click.Command] = [run_cmd]
