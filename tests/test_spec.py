@@ -249,3 +249,27 @@ def test_size_and_time_parsers() -> None:
     for bad in ("4 parsecs", "", True):
         with pytest.raises(UserError):
             spec.parse_size(bad, "x")
+
+
+BAD_SPECS = sorted((Path(__file__).parent / "bad_specs").glob("*.toml"))
+
+
+def test_parsing_asks_nothing_of_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No subprocess and no root while a file is parsed: loop-device storages, a real
+    device and the machine's room are checked by `plan` and `run` (spec.check_machine)."""
+    import subprocess
+
+    from blocklab import proc
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"parsing started a process: {args}")
+
+    for target, name in ((proc, "run"), (proc, "spawn"), (subprocess, "Popen")):
+        monkeypatch.setattr(target, name, refuse)
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    kinds = {v.storage.kind for p in EXAMPLES for v in spec.load(p).variants()}
+    assert {"ext4", "xfs"} <= kinds  # every example loads, root-only kinds too
+    for path in BAD_SPECS:
+        with pytest.raises(UserError):
+            spec.load(path)
+    spec.demo()

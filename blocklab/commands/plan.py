@@ -67,6 +67,7 @@ def plan_command(file: Path | None) -> None:
     """Show what `blocklab run FILE` would do: variants, builds, datasets, runs, the order
     of the first round and an ETA. Builds and runs nothing. Without FILE: the demo."""
     exp = spec.load(file) if file is not None else spec.demo()
+    spec.check_machine(exp, Paths.from_env())
     installs = cached_installations()
     p = planning.describe(exp, cached=lambda req: _request_key(req) in installs)
     render(p, console(), catalogue_of=catalogue_lookup(installs))

@@ -56,8 +56,7 @@ def _load(
     # other numbers make another experiment, stored beside the default one
     overrides = {"scale": scale, "clients": clients, "duration": duration}
     if file is None:
-        exp = spec.demo(rounds=rounds, duration_s=duration, scale=scale, clients=clients)
-        return exp.model_copy(update={"name": spec.overridden_name(exp.name, overrides)})
+        return spec.demo(rounds=rounds, duration_s=duration, scale=scale, clients=clients)
     exp = spec.load(file, {k: v for k, v in overrides.items() if v is not None})
     if rounds is not None:
         exp = exp.model_copy(update={"rounds": rounds})
@@ -111,6 +110,7 @@ def run_cmd(
     if file is not None and not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
     from blocklab.experiment import StoppingRule
+    from blocklab.spec import check_machine
     from blocklab.store import ResultsDB
     from blocklab.summary import restore_note, summarize_experiment
     from blocklab.summary_table import print_summary
@@ -118,6 +118,7 @@ def run_cmd(
     budget_s = _duration_s(time_budget, "--time-budget")
     paths = _paths(results)
     exp = _load(file, rounds, duration, scale, clients)
+    check_machine(exp, paths)
     rule = StoppingRule(
         rounds=exp.rounds,
         until_ci_pct=until_ci if until_ci is not None else exp.until_ci_pct,

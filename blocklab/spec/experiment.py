@@ -1,0 +1,103 @@
+"""The Experiment: a validated experiment file, its matrix expanded into labelled variants,
+each with its reference and its varying dimensions."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from blocklab import settings_policy as policies
+from blocklab.model import BuildRequest, Variant
+from blocklab.spec.dimensions import Scalar
+
+
+def default_seed(name: str) -> int:
+    return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)
+
+
+class Experiment(BaseModel):
+    """A validated experiment: its matrix expanded into labelled variants."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    name: str
+    description: str = ""
+    seed: int
+    rounds: int
+    reference: dict[str, Any] | str | None = None
+    settings_policy: str = "native"
+    until_ci_pct: float | None = None
+    max_rounds: int | None = None
+    time_budget_s: float | None = None
+    matrix: dict[str, Any]  # normalized: dimension -> list of option JSON
+    exclude: list[dict[str, Any]] = []
+    variant_list: tuple[Variant, ...]
+    reference_map: dict[str, str]  # variant_id -> its reference's variant_id
+    dims_map: dict[str, dict[str, Scalar]]  # variant_id -> varying dimension values
+    source: str | None = None  # the experiment file, if any (not part of the identity)
+
+    def variants(self) -> list[Variant]:
+        return list(self.variant_list)
+
+    def reference_id(self) -> str:
+        """The reference variant; with a grouped reference, the first group's."""
+        return self.reference_map[self.variant_list[0].variant_id]
+
+    def reference_for(self, variant: Variant | str) -> str:
+        """The variant_id this variant is compared with (itself for a reference)."""
+        vid = variant if isinstance(variant, str) else variant.variant_id
+        return self.reference_map[vid]
+
+    def reference_ids(self) -> list[str]:
+        return list(dict.fromkeys(self.reference_map.values()))
+
+    def dims(self, variant: Variant | str) -> dict[str, Scalar]:
+        vid = variant if isinstance(variant, str) else variant.variant_id
+        return dict(self.dims_map[vid])
+
+    def effective_settings(
+        self, variant: Variant, catalogue_of: Callable[[BuildRequest], policies.Catalogue | None]
+    ) -> policies.Conversion | None:
+        """The settings this variant's server gets under the experiment's policy (what the
+        runner writes; shown by `plan`). The bytes policy needs the settings catalogues of
+        the variant's build and its reference's build (`catalogue_of`); None when one is
+        not known yet (the build is not made)."""
+        ref = self.variant(self.reference_for(variant))
+        if variant.settings_policy != "bytes":
+            return policies.convert(dict(variant.settings), variant.settings_policy)
+        own, theirs = catalogue_of(variant.build), catalogue_of(ref.build)
+        if own is None or theirs is None:
+            return None
+        return policies.convert(
+            dict(variant.settings),
+            variant.settings_policy,
+            catalogue=own,
+            reference=theirs,
+            reference_wal_segment_size_bytes=ref.wal_segsize_mb * 1024**2,
+        )
+
+    def variant(self, variant_id: str) -> Variant:
+        for v in self.variant_list:
+            if v.variant_id == variant_id:
+                return v
+        raise KeyError(variant_id)
+
+    def to_json(self) -> dict[str, Any]:
+        """Stable JSON stored with the experiment (same file -> same JSON)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "seed": self.seed,
+            "rounds": self.rounds,
+            "reference": self.reference,
+            "settings_policy": self.settings_policy,
+            "until_ci_pct": self.until_ci_pct,
+            "max_rounds": self.max_rounds,
+            "time_budget_s": self.time_budget_s,
+            "matrix": self.matrix,
+            "exclude": self.exclude,
+            "variants": [v.variant_id for v in self.variant_list],
+        }
