@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from blocklab import dataset, runner, settings_catalogue, sizing, storage
+from blocklab import dataset, runner, settings_catalogue, settings_policy, sizing, storage
 from blocklab.cluster import Cluster, server_user
 from blocklab.errors import BlocklabError, StorageError, UserError
 from blocklab.installation import Installation
@@ -226,29 +226,21 @@ class Lab:
         cluster = self.cluster(inst, variant.storage, store)
         snap = self.dataset(variant, inst, cluster)
         ref = self._references.get(variant.variant_id, variant)
-        catalogues = self._catalogues(variant, inst, ref)
+        settings = settings_policy.for_variant(variant, ref, self._catalogue_of)
+        assert settings is not None  # a made build's catalogue is always known
         return runner.RunTarget(
             variant=variant,
             cluster=cluster,
             snapshot=snap,
+            settings=settings,
             devices=list(store.devices),
             storage_facts=dict(store.facts),
-            catalogue=catalogues[0],
-            reference_catalogue=catalogues[1],
-            reference_wal_segment_size_bytes=ref.wal_segsize_mb * 1024 * 1024,
         )
 
-    def _catalogues(
-        self, variant: Variant, inst: Installation, ref: Variant
-    ) -> tuple[Catalogue | None, Catalogue | None]:
-        """The settings catalogues of the variant's build and its reference's build:
-        what the bytes settings policy converts with (the native policy needs none)."""
-        if variant.settings_policy != "bytes":
-            return None, None
-        ref_inst = inst if ref.build == variant.build else self.install(ref.build)
-        return self._catalogue(inst), self._catalogue(ref_inst)
-
-    def _catalogue(self, inst: Installation) -> Catalogue:
+    def _catalogue_of(self, req: BuildRequest) -> Catalogue:
+        """A build's settings catalogue: what the bytes settings policy converts with (for
+        the variant's build and its reference's; the native policy asks for none)."""
+        inst = self.install(req)
         if inst.key not in self._settings_catalogues:
             self._settings_catalogues[inst.key] = settings_catalogue.load(inst, self.paths)
         return self._settings_catalogues[inst.key]

@@ -90,13 +90,10 @@ class RunTarget:
     variant: Variant
     cluster: Cluster
     snapshot: dataset.Snapshot
+    # the settings the server gets under the variant's policy (settings_policy.for_variant)
+    settings: settings_policy.Conversion
     devices: Sequence[Any] = ()
     storage_facts: Mapping[str, Any] = field(default_factory=dict)
-    # The `bytes` settings policy gives every build the bytes its reference gets
-    # (blocklab.settings_policy): it reads both builds' settings catalogues.
-    catalogue: settings_policy.Catalogue | None = None
-    reference_catalogue: settings_policy.Catalogue | None = None
-    reference_wal_segment_size_bytes: int = 16 * 1024 * 1024
 
     @property
     def driver(self) -> WorkloadDriver:
@@ -254,14 +251,7 @@ def _drop_caches() -> str:
 
 
 def _write_settings(target: RunTarget, acc: _Acc) -> None:
-    v = target.variant
-    conv = settings_policy.convert(
-        dict(v.settings),
-        v.settings_policy,
-        catalogue=target.catalogue,
-        reference=target.reference_catalogue,
-        reference_wal_segment_size_bytes=target.reference_wal_segment_size_bytes,
-    )
+    conv = target.settings
     target.cluster.write_settings(conv.settings)
     acc.provenance["settings_written"] = conv.settings
     acc.provenance["settings_notes"] = conv.notes

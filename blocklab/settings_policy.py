@@ -51,8 +51,12 @@ clamps (shared_buffers from 32 MB to 2 GB at 4 kB pages), not outside them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from blocklab.model import BuildRequest, Variant
 
 Policy = Literal["native", "bytes"]
 POLICIES: tuple[str, ...] = ("native", "bytes")
@@ -176,6 +180,29 @@ def convert(
             out[name] = _fit(name, nbytes, settings.get(name), unit, catalogue, notes)
     out["wal_buffers"] = _wal_buffers(settings, reference, reference_wal_segment_size_bytes)
     return Conversion(out, notes)
+
+
+def for_variant(
+    variant: Variant,
+    reference: Variant,
+    catalogue_of: Callable[[BuildRequest], Catalogue | None],
+) -> Conversion | None:
+    """The settings a variant's server gets under its policy, compared with its reference
+    variant (the one place where a variant's settings meet the policy: `plan` shows them,
+    the runner writes them). `catalogue_of` gives a build's settings catalogue, asked for
+    only under the bytes policy; None when it does not know one (a build not made yet)."""
+    if variant.settings_policy != "bytes":
+        return convert(dict(variant.settings), variant.settings_policy)
+    own, theirs = catalogue_of(variant.build), catalogue_of(reference.build)
+    if own is None or theirs is None:
+        return None
+    return convert(
+        dict(variant.settings),
+        variant.settings_policy,
+        catalogue=own,
+        reference=theirs,
+        reference_wal_segment_size_bytes=reference.wal_segsize_mb * 1024**2,
+    )
 
 
 def _wanted_bytes(

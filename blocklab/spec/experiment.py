@@ -62,22 +62,10 @@ class Experiment(BaseModel):
         self, variant: Variant, catalogue_of: Callable[[BuildRequest], policies.Catalogue | None]
     ) -> policies.Conversion | None:
         """The settings this variant's server gets under the experiment's policy (what the
-        runner writes; shown by `plan`). The bytes policy needs the settings catalogues of
-        the variant's build and its reference's build (`catalogue_of`); None when one is
-        not known yet (the build is not made)."""
+        runner writes; shown by `plan`); None when the bytes policy needs the settings
+        catalogue of a build not made yet (see settings_policy.for_variant)."""
         ref = self.variant(self.reference_for(variant))
-        if variant.settings_policy != "bytes":
-            return policies.convert(dict(variant.settings), variant.settings_policy)
-        own, theirs = catalogue_of(variant.build), catalogue_of(ref.build)
-        if own is None or theirs is None:
-            return None
-        return policies.convert(
-            dict(variant.settings),
-            variant.settings_policy,
-            catalogue=own,
-            reference=theirs,
-            reference_wal_segment_size_bytes=ref.wal_segsize_mb * 1024**2,
-        )
+        return policies.for_variant(variant, ref, catalogue_of)
 
     def variant(self, variant_id: str) -> Variant:
         for v in self.variant_list:
