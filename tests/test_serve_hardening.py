@@ -4,13 +4,12 @@ requests sent with http.client exactly as written (forged Host headers, every me
 from __future__ import annotations
 
 import http.client
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import serving
 
-from blocklab.report import make_server
 from blocklab.report.server import DEFAULT_HOST, host_allowed
 
 Addr = tuple[str, int]
@@ -21,15 +20,8 @@ def served(tmp_path: Path) -> Iterator[Addr]:
     site = tmp_path / "site"
     site.mkdir()
     (site / "index.html").write_text("<p>the site</p>")
-    server = make_server(site, port=0, quiet=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield str(server.server_address[0]), int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(site) as addr:
+        yield addr
 
 
 def _request(addr: Addr, method: str, host: str | None, body: bytes | None = None):  # type: ignore[no-untyped-def]

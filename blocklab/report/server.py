@@ -85,7 +85,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
         if self.command not in ALLOWED_METHODS:
             self._refuse(405, "Method Not Allowed", allow=", ".join(ALLOWED_METHODS))
             return False
-        port = int(self.server.server_address[1])
+        port = int(getattr(self.server, "server_port", 0))  # HTTPServer sets it on bind
         if not host_allowed(self.headers.get("Host"), self.bound_host, port):
             self._refuse(421, "Misdirected Request: the Host header does not name this server")
             return False
