@@ -115,3 +115,12 @@ def serving(site: Path) -> Iterator[tuple[str, int]]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def tiny_experiment_toml(name: str, *matrix_lines: str) -> str:
+    """A one-round, one-variant experiment file (PG 18, 8 kB pages, scale 1, 1 s) with
+    extra [matrix] lines."""
+    lines = ["[experiment]", f'name = "{name}"', "rounds = 1", "[matrix]", 'postgres = "18"']
+    lines += ["block_size = 8", "wal_block_size = 8", "scale = 1", "clients = 1"]
+    lines += ["duration = 1", "warmup = 0", *matrix_lines]
+    return "\n".join(lines) + "\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import tiny_experiment_toml
 
 from blocklab.cli import main
 from blocklab.errors import StorageError, UserError
@@ -98,20 +99,6 @@ def test_cli_refuses_results_in_system_directories(
     assert "--results" in err, err
 
 
-PLAN = """
-[experiment]
-name = "hostile-path"
-rounds = 1
-[matrix]
-postgres = "18"
-block_size = 8
-wal_block_size = 8
-scale = 1
-duration = 1
-storage = {{ kind = "dir", path = "{path}" }}
-"""
-
-
 @pytest.mark.parametrize("path", ["/etc", "/usr", "/var/lib", "/root", "/", "LINK", "DOTDOT"])
 def test_plan_refuses_dir_storage_in_system_directories(
     path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -121,7 +108,9 @@ def test_plan_refuses_dir_storage_in_system_directories(
         path, path
     )
     exp = tmp_path / "e.toml"
-    exp.write_text(PLAN.format(path=given))
+    exp.write_text(
+        tiny_experiment_toml("hostile-path", f'storage = {{ kind = "dir", path = "{given}" }}')
+    )
     assert main(["plan", str(exp)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "storage.path" in err, err

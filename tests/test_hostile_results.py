@@ -9,24 +9,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from helpers import tiny_experiment_toml
 from report_fixture import write_synthetic_results
 
 from blocklab.cli import main
 from blocklab.store import RESULTS_DB_NAME, SCHEMA_VERSION
 
-TINY = """
-[experiment]
-name = "hostile-results"
-rounds = 1
-[matrix]
-postgres = "18"
-block_size = 8
-wal_block_size = 8
-scale = 1
-clients = 1
-duration = 1
-warmup = 0
-"""
+TINY = tiny_experiment_toml("hostile-results")
 
 
 def _random_bytes(db: Path) -> None:
