@@ -38,7 +38,7 @@ def _newer_schema(db: Path) -> None:
 
 
 KINDS = {"random-bytes": _random_bytes, "foreign-sqlite": _foreign_sqlite, "newer": _newer_schema}
-# What blocklab/store/db.py (ResultsDB.__init__, _migrate) does today; the fix is described
+# What blocklab/store/sqlite.py (ResultsDB.__init__, _migrate) does today; the fix is described
 # in issue 16's report: check the header and the tables read-only before anything writes.
 STORE_FIX = {
     "random-bytes": "sqlite3.DatabaseError 'file is not a database' escapes as a traceback",
