@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab import proc
-from blocklab.errors import CommandError, RunError
+from blocklab.errors import CommandError, RunError, UserError
 from blocklab.installation import Installation
 from blocklab.paths import ensure_dir
 from blocklab.state import State
@@ -116,13 +117,31 @@ def render_settings(settings: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# A whole postgresql.conf string: quotes doubled or backslash-escaped, nothing else bare.
+QUOTED_SETTING = re.compile(r"'(?:[^'\\\n\r\x00]|''|\\[^\n\r\x00])*'")
+LINE_BREAKING = ("\n", "\r", "\x00")
+
+
+def check_setting_value(name: str, value: str) -> None:
+    """Refuse a value that postgresql.conf cannot hold on one line: a line break would
+    start a setting of its own (`on'\\nshared_preload_libraries='x`), NUL ends the file."""
+    bad = [repr(c) for c in LINE_BREAKING if c in value]
+    if bad:
+        raise UserError(
+            f"settings.{name}: the value {value[:60]!r} holds {', '.join(bad)}; "
+            "allowed: a value on one line without NUL"
+        )
+
+
 def quote_setting(value: str) -> str:
-    """Quote a value for postgresql.conf unless it already is quoted or is a plain word."""
-    if value.startswith("'") and value.endswith("'") and len(value) >= 2:
+    """Quote a value for postgresql.conf unless it already is one quoted string or is a
+    plain word; quotes and backslashes inside are escaped, so the server reads exactly
+    the value given."""
+    if QUOTED_SETTING.fullmatch(value):
         return value
     if value and all(c.isalnum() or c in "._-" for c in value):
         return value
-    return "'" + value.replace("'", "''") + "'"
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 class Cluster:
@@ -210,6 +229,8 @@ class Cluster:
 
     def write_settings(self, settings: dict[str, str]) -> Path:
         """Write blocklab.conf (base settings, then the variant's) and include it once."""
+        for name, value in settings.items():
+            check_setting_value(name, value)
         merged = self.base_settings()
         merged.update({k: quote_setting(v) for k, v in settings.items()})
         for key in ("unix_socket_directories", "port"):  # reachability is not negotiable

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 from blocklab import proc
 from blocklab.cluster import Cluster, clear_dir, private_dir
 from blocklab.model import DatasetRequest
-from blocklab.paths import Paths, ensure_dir, tree_size_bytes
+from blocklab.paths import Paths, ensure_dir, safe_remove_tree, tree_size_bytes
 from blocklab.workloads import drivers
 from blocklab.workloads.base import WorkloadDriver, endpoint
 
@@ -65,8 +64,7 @@ def load(paths: Paths, key: str) -> Snapshot | None:
     """The complete snapshot for `key`, or None (an incomplete one is removed)."""
     root = snapshot_root(paths, key)
     if not (root / MARKER).exists():
-        if root.exists():
-            shutil.rmtree(root)
+        safe_remove_tree(root, [paths.work])
         return None
     meta = json.loads((root / META).read_text())
     return Snapshot(root=root, **meta)
@@ -87,8 +85,7 @@ def create(
     are emptied first; the server is stopped on any failure."""
     driver = driver or drivers.get(drivers.DEFAULT)
     root = snapshot_root(paths, key)
-    if root.exists():
-        shutil.rmtree(root)
+    safe_remove_tree(root, [paths.work])
     cluster.remove_data()
     t0 = time.monotonic()
     cluster.initdb(wal_segsize_mb=wal_segsize_mb, data_checksums=data_checksums)

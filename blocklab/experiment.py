@@ -10,7 +10,6 @@ again, none is duplicated.
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any, Protocol
 
 from blocklab import plan
 from blocklab.model import Variant
+from blocklab.paths import safe_remove_tree
 from blocklab.spec import Experiment
 from blocklab.store import ResultsStore, RunRecord
 from blocklab.summary import summarize_experiment
@@ -165,8 +165,8 @@ class Loop:
 
     def run_one(self, variant: Variant, round_no: int, position: int) -> RunRecord:
         raw_dir = raw_dir_for(self.db.directory, self.exp.name, round_no, variant)
-        if raw_dir.exists():  # a partial run of an interrupted invocation: discard it
-            shutil.rmtree(raw_dir)
+        # a partial run of an interrupted invocation: discard it
+        safe_remove_tree(raw_dir, [self.db.directory])
         raw_dir.mkdir(parents=True)
         self.progress.run_started(variant.label, round_no, position)
         t0 = self.clock()

@@ -12,8 +12,59 @@ and data directories.
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from blocklab.errors import StorageError, UserError
+
+# Directories blocklab never takes as its own (nor any of their ancestors): results,
+# dir storage and removals below them are fine, they themselves are not.
+SYSTEM_DIRS = tuple(
+    Path(p)
+    for p in (
+        "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/media",
+        "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr",
+        "/usr/bin", "/usr/lib", "/usr/local", "/usr/share", "/var", "/var/lib", "/var/log",
+        "/var/tmp", "/var/cache", "/var/spool",
+    )
+)  # fmt: skip
+
+
+def check_own_dir(path: Path, key: str) -> Path:
+    """`path` resolved (symlinks followed), refused with a UserError naming `key` when it
+    has a `..` part or resolves to a system directory or an ancestor of one."""
+    if ".." in path.parts:
+        raise UserError(f"{key}: {path} contains '..'; give the directory without it")
+    resolved = path.resolve()
+    if any(resolved == d or resolved in d.parents for d in SYSTEM_DIRS):
+        shown = f"{path} (resolves to {resolved})" if resolved != path else str(path)
+        raise UserError(
+            f"{key}: {shown} is a system directory; allowed: a directory of blocklab's own "
+            "below it (e.g. /var/lib/blocklab/results or /srv/bench/results)"
+        )
+    return resolved
+
+
+def safe_remove_tree(path: Path, allowed_roots: Iterable[Path]) -> None:
+    """rmtree `path` only when it resolves strictly inside one of `allowed_roots` (also
+    resolved) and is no system directory; a symlink itself is refused (rmtree would not
+    follow it, and what it names is not ours). A missing path is nothing to do."""
+    if not path.exists() and not path.is_symlink():
+        return
+    target = path.resolve()
+    roots = [r.resolve() for r in allowed_roots]
+    if path.is_symlink() or not any(r in target.parents for r in roots):
+        raise StorageError(
+            f"refusing to delete {path} (resolves to {target}): not inside "
+            f"{', '.join(map(str, roots))}"
+        )
+    if any(target == d or target in d.parents for d in SYSTEM_DIRS):
+        raise StorageError(
+            f"refusing to delete {path}: it resolves to the system directory {target}"
+        )
+    shutil.rmtree(target)
 
 
 def _default_home() -> Path:
@@ -33,6 +84,7 @@ class Paths:
         home = Path(os.environ.get("BLOCKLAB_HOME") or _default_home())
         cache = Path(os.environ.get("BLOCKLAB_CACHE") or home / "cache")
         res = results or Path(os.environ.get("BLOCKLAB_RESULTS") or home / "results")
+        check_own_dir(res.absolute(), "--results")
         return cls(home=home.absolute(), cache=cache.absolute(), results=res.absolute())
 
     @property

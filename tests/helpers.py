@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from blocklab import proc
 from blocklab.cluster import Cluster, server_user
 from blocklab.installation import Installation
 from blocklab.paths import Paths
+from blocklab.report import make_server
 from blocklab.state import State
 from blocklab.store import ResultsDB
 
@@ -98,3 +100,27 @@ def recorded_catalogue(block_kb: int):  # type: ignore[no-untyped-def]
 
     path = DATA / "settings" / f"pg18-bs{block_kb}k-wal{block_kb}k.json"
     return settings_catalogue.parse(json.loads(path.read_text()))
+
+
+@contextmanager
+def serving(site: Path) -> Iterator[tuple[str, int]]:
+    """The report server for `site` on 127.0.0.1 and a free port, in a thread; stopped on
+    the way out."""
+    server = make_server(site, port=0, quiet=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield str(server.server_address[0]), int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def tiny_experiment_toml(name: str, *matrix_lines: str) -> str:
+    """A one-round, one-variant experiment file (PG 18, 8 kB pages, scale 1, 1 s) with
+    extra [matrix] lines."""
+    lines = ["[experiment]", f'name = "{name}"', "rounds = 1", "[matrix]", 'postgres = "18"']
+    lines += ["block_size = 8", "wal_block_size = 8", "scale = 1", "clients = 1"]
+    lines += ["duration = 1", "warmup = 0", *matrix_lines]
+    return "\n".join(lines) + "\n"

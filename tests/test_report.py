@@ -8,20 +8,20 @@ import json
 import re
 import shutil
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import plotly
 import pytest
+from helpers import serving
 from report_fixture import write_synthetic_results
 
 from blocklab import proc, stats
 from blocklab.cli import main
 from blocklab.errors import UserError
 from blocklab.metrics import metric_info
-from blocklab.report import build_site, make_server, resolve_in_site, shape
+from blocklab.report import build_site, resolve_in_site, shape
 from blocklab.report.data import load_experiment
 from blocklab.report.site import compare_json
 from blocklab.store import ResultsDB
@@ -308,15 +308,8 @@ def test_cli_report_writes_the_site(results: Path, tmp_path: Path) -> None:
 
 @pytest.fixture()
 def served(site: Path) -> Iterator[tuple[str, int]]:
-    server = make_server(site, port=0, quiet=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield str(server.server_address[0]), int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(site) as addr:
+        yield addr
 
 
 def _get(addr: tuple[str, int], path: str) -> tuple[int, bytes]:

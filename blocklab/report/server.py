@@ -1,9 +1,12 @@
 """Serve a generated site over HTTP: 127.0.0.1 unless told otherwise, files under the
-site's root only (no directory listings, no `..`, no symlinks leading out)."""
+site's root only (no directory listings, no `..`, no symlinks leading out), GET and HEAD
+only, and only to requests whose Host header names this server (a web page on another
+site that rebinds its DNS name to 127.0.0.1 sends its own name, and gets 421)."""
 
 from __future__ import annotations
 
 import errno
+import ipaddress
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,6 +16,37 @@ from urllib.parse import unquote, urlsplit
 from blocklab.errors import UserError
 
 DEFAULT_HOST = "127.0.0.1"
+ALLOWED_METHODS = ("GET", "HEAD")
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+
+
+def _is_ip_literal(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def host_allowed(host_header: str | None, bound_host: str, port: int) -> bool:
+    """Whether a request's Host header names this server: a loopback name, the host it
+    was told to listen on, or (when it listens on every address) any IP address; always
+    with the port it listens on (no port only when that is 80). Someone else's DNS name is
+    what a DNS-rebinding page sends, so it is refused."""
+    if not host_header or any(c in host_header for c in "/?#@ \t"):
+        return False
+    try:
+        url = urlsplit("//" + host_header.strip())
+        given_port = url.port if url.port is not None else 80
+    except ValueError:
+        return False
+    name, bound = url.hostname or "", bound_host.lower().strip("[]")
+    if given_port != port or not name:
+        return False
+    if name in LOOPBACK_NAMES or (bound not in WILDCARD_HOSTS and name == bound):
+        return True
+    return bound in WILDCARD_HOSTS and _is_ip_literal(name)
 
 
 def resolve_in_site(root: Path, url_path: str) -> Path | None:
@@ -41,6 +75,34 @@ class SiteHandler(SimpleHTTPRequestHandler):
 
     quiet = False
     site_root: Path = Path(".")
+    bound_host: str = DEFAULT_HOST
+
+    def parse_request(self) -> bool:
+        """The request line and headers, then the method and Host checks: a request
+        that fails one is answered here and never reaches do_GET/do_HEAD."""
+        if not super().parse_request():
+            return False
+        if self.command not in ALLOWED_METHODS:
+            self._refuse(405, "Method Not Allowed", allow=", ".join(ALLOWED_METHODS))
+            return False
+        port = int(getattr(self.server, "server_port", 0))  # HTTPServer sets it on bind
+        if not host_allowed(self.headers.get("Host"), self.bound_host, port):
+            self._refuse(421, "Misdirected Request: the Host header does not name this server")
+            return False
+        return True
+
+    def _refuse(self, code: int, message: str, allow: str | None = None) -> None:
+        body = f"{code} {message}\n".encode()
+        self.send_response(code, message.split(":")[0])
+        if allow is not None:
+            self.send_header("Allow", allow)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.close_connection = True
 
     def _target(self) -> Path | None:
         try:
@@ -77,9 +139,8 @@ def make_server(
 ) -> ThreadingHTTPServer:
     """A server for `site` bound to host:port (port 0 picks a free one); call
     serve_forever() on it and shutdown() + server_close() to stop it."""
-    handler = type(
-        "BoundSiteHandler", (SiteHandler,), {"site_root": site.absolute(), "quiet": quiet}
-    )
+    attrs = {"site_root": site.absolute(), "quiet": quiet, "bound_host": host}
+    handler = type("BoundSiteHandler", (SiteHandler,), attrs)
     try:
         return ThreadingHTTPServer((host, port), partial(handler, directory=str(site)))
     except OSError as e:

@@ -7,8 +7,8 @@ shows a postgres started on the recorded data directory (PIDs get reused).
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from blocklab import proc
 from blocklab.errors import BlocklabError, StorageError
+from blocklab.paths import safe_remove_tree
 from blocklab.state import Entry, State
 from blocklab.storage import cgroup, loopfs
 
@@ -83,7 +84,8 @@ def _release_cgroup(entry: Entry, state: State) -> str:
 
 
 def _release_tempdir(entry: Entry, state: State) -> str:
-    shutil.rmtree(entry.ident, ignore_errors=True)
+    with contextlib.suppress(OSError):  # what is left is reported just below
+        safe_remove_tree(Path(entry.ident), [Path(entry.ident).parent])
     if os.path.exists(entry.ident):
         raise StorageError(f"cannot remove {entry.ident}")
     state.remove("tempdir", entry.ident)

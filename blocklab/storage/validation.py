@@ -9,7 +9,7 @@ from pathlib import Path
 
 from blocklab.errors import StorageError, UserError
 from blocklab.model import StorageRequest
-from blocklab.paths import Paths
+from blocklab.paths import Paths, check_own_dir
 from blocklab.sizing import Need, StorageNeeds
 from blocklab.storage import capabilities, cgroup, safety
 from blocklab.storage.devices import device_for_path
@@ -67,6 +67,7 @@ def _validate_dir(req: StorageRequest, key: str) -> None:
         path = Path(req.path)
         if not path.is_absolute():
             raise UserError(f"{key}.path: must be an absolute directory path, got {req.path!r}")
+        check_own_dir(path, f"{key}.path")
         if path.exists() and not path.is_dir():
             raise UserError(f"{key}.path: {req.path} exists and is not a directory")
         try:

@@ -8,8 +8,8 @@ system's own root (lost+found) stays out of the data directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 from blocklab import proc
 from blocklab.errors import StorageError, UserError
 from blocklab.model import StorageRequest
-from blocklab.paths import Paths, ensure_dir
+from blocklab.paths import Paths, ensure_dir, safe_remove_tree
 from blocklab.state import State
 from blocklab.storage import loopfs, safety
 from blocklab.storage.devices import device_for_path, is_mount_point
@@ -153,10 +153,10 @@ def _volume(
 def _dir_volume(req: StorageRequest, role: str, name: str, paths: Paths, state: State) -> Volume:
     base = Path(req.path) if req.path else paths.work / "dirs"
     directory = base / f"{name}-{role}"
-    if directory.exists() and any(directory.iterdir()):
-        if not directory.is_relative_to(paths.work):
+    if directory.is_symlink() or (directory.exists() and any(directory.iterdir())):
+        if not directory.resolve().is_relative_to(paths.work.resolve()):
             raise StorageError(f"{directory} exists and is not empty; blocklab will not clear it")
-        shutil.rmtree(directory)
+        safe_remove_tree(directory, [paths.work])
     state.add("tempdir", str(directory), purpose="storage dir")
     vol = Volume(role, directory, None, {"kind": "dir", "path": str(directory)})
     vol.undo.append(lambda: _remove_dir(directory, state))
@@ -169,7 +169,9 @@ def _dir_volume(req: StorageRequest, role: str, name: str, paths: Paths, state: 
 
 
 def _remove_dir(directory: Path, state: State) -> None:
-    shutil.rmtree(directory, ignore_errors=True)
+    """Remove a dir-storage directory blocklab made: never a symlink put in its place."""
+    with contextlib.suppress(OSError):
+        safe_remove_tree(directory, [directory.parent])
     state.remove("tempdir", str(directory))
 
 
