@@ -222,13 +222,18 @@ def test_export_to_postgres_twice_and_same_summary(tmp_path: Path, pg_uri: str) 
         assert Path(raw).is_absolute() and Path(raw).is_dir()
 
 
-def test_password_only_from_environment_and_never_shown(
-    pg_server: Cluster, pg_uri: str, tmp_path: Path
-) -> None:
+def _pwuser_uris(pg_server: Cluster, pg_uri: str) -> tuple[str, str]:
+    """The database handed to `pwuser`: its URI with the password, and without."""
     with psycopg.connect(pg_server.conninfo, autocommit=True) as conn:
         conn.execute(f"ALTER DATABASE {pg_uri.split('/')[3].split('?')[0]} OWNER TO pwuser")
     with_pw = pg_uri.replace(f"//{pg_server.user.name}@", f"//pwuser:{SECRET}@")
-    no_pw = pg_uri.replace(f"//{pg_server.user.name}@", "//pwuser@")
+    return with_pw, pg_uri.replace(f"//{pg_server.user.name}@", "//pwuser@")
+
+
+def test_password_only_from_environment_and_never_shown(
+    pg_server: Cluster, pg_uri: str, tmp_path: Path
+) -> None:
+    with_pw, no_pw = _pwuser_uris(pg_server, pg_uri)
     assert SECRET in with_pw
     refused = _blocklab("summary", env={"BLOCKLAB_RESULTS": no_pw, "PGPASSFILE": "/dev/null"})
     assert refused.returncode == 2 and "password" in refused.stderr  # the server asks for it
@@ -286,3 +291,31 @@ def test_remote_plain_tcp_refused_by_the_cli() -> None:
     assert r.returncode == 2 and "--results-insecure" in r.stderr
     r = _blocklab("summary", "--results", "mysql://u@h/r")
     assert r.returncode == 2 and "--results" in r.stderr
+
+
+@pytest.mark.build
+@pytest.mark.root
+def test_demo_runs_into_postgres(
+    pg_server: Cluster, pg_uri: str, tmp_path: Path, pg18_4k: Installation, pg18_8k: Installation
+) -> None:
+    """The tiny demo end to end into a password-protected PostgreSQL results database:
+    every run stored, its raw files where runs.raw_dir says, the password nowhere."""
+    with_pw, no_pw = _pwuser_uris(pg_server, pg_uri)
+    raw = tmp_path / "raw"
+    env = {"BLOCKLAB_RESULTS": with_pw, "BLOCKLAB_RAW_DIR": str(raw)}
+    demo = ("--rounds", "2", "--duration", "2", "--scale", "1", "--clients", "1", "--quiet")
+    r = _blocklab("run", *demo, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert SECRET not in r.stdout + r.stderr and "postgresql: " in r.stdout
+    with psycopg.connect(parse_pg(no_pw).conninfo, password=SECRET) as conn:
+        runs = conn.execute("SELECT status, raw_dir, provenance_json, settings_json FROM runs")
+        rows = runs.fetchall()
+    assert [s for s, *_ in rows] == ["ok"] * 4
+    for _, raw_dir, provenance, settings in rows:
+        assert (
+            Path(raw_dir).parent.parent == raw / "runs" and Path(raw_dir, "pgbench.argv").is_file()
+        )
+        assert SECRET not in provenance + settings
+    assert not [p for p in raw.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    summary = _blocklab("summary", env=env)
+    assert summary.returncode == 0 and "bs=4k" in summary.stdout, summary.stderr
