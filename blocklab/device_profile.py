@@ -24,7 +24,8 @@ from blocklab.host import host_facts
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
 from blocklab.state import State
-from blocklab.store import ResultsDB, ResultsStore
+from blocklab.store import ResultsStore
+from blocklab.store.factory import open_store
 from blocklab.timestamps import now_iso
 
 FIO_FILE = "blocklab-fio.dat"
@@ -175,7 +176,7 @@ def released(target: Target) -> Iterator[Target]:
 
 
 def run_profile(
-    plan: Plan, target: Target, results: Path, listener: Listener, *, replace: bool = False
+    plan: Plan, target: Target, results: str, listener: Listener, *, replace: bool = False
 ) -> int:
     """Measure every point of `plan` on `target`; store as it goes. Returns the profile id."""
     version = proc.run(["fio", "--version"], timeout_s=30).stdout.strip()
@@ -189,7 +190,7 @@ def run_profile(
         plan.runtime_s,
         plan.size_bytes,
     )
-    with ResultsDB(results) as db:
+    with open_store(results) as db:
         profile_id = device_store.create(db, head, replace=replace)
         listener.begin(len(plan.points), plan.runtime_s)
         state = "interrupted"

@@ -7,13 +7,13 @@ fio returns (one transaction per point), so an interrupted profile keeps what it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from blocklab import fio
 from blocklab.errors import UserError
-from blocklab.store import ResultsDB, ResultsStore, Row
+from blocklab.store import ResultsStore, Row
 from blocklab.store.base import POINT_COLUMNS, DevicePoint
 from blocklab.store.base import DeviceProfileHead as ProfileHead
+from blocklab.store.factory import open_store
 
 __all__ = ["POINT_COLUMNS", "ProfileHead"]
 
@@ -79,10 +79,10 @@ def points(db: ResultsStore, profile_id: int) -> Sequence[Row]:
 
 
 def iops_by_size(
-    results: Path, name: str, *, pattern: str, iodepth: int, flag: str
+    results: str, name: str, *, pattern: str, iodepth: int, flag: str
 ) -> dict[int, float]:
     """Request bytes -> IOPS of a stored profile's ok points at one pattern and depth."""
-    with ResultsDB(results, create=False) as db:
+    with open_store(results, create=False) as db:
         head = profile(db, name, flag)
         got = {
             r["request_bytes"]: r["iops"]

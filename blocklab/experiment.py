@@ -173,7 +173,7 @@ class Loop:
         record = self.lab.run(
             variant, experiment=self.exp.name, round_no=round_no, position=position, raw_dir=raw_dir
         )
-        record.raw_dir = str(raw_dir.relative_to(self.db.directory))
+        record.raw_dir = self.db.raw_ref(raw_dir)
         self.db.record_run(record)
         if record.status == "ok":
             self.ok += 1

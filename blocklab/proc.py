@@ -41,10 +41,16 @@ class User:
     home: str
 
 
+# blocklab's own secrets: a results database's password (PGPASSWORD, or inside the
+# BLOCKLAB_RESULTS URI) is for blocklab's connection only, never for a child
+SECRET_ENV = ("PGPASSWORD", "BLOCKLAB_RESULTS")
+
+
 def _env(
     env: Mapping[str, str] | None, user: User | None, unset: Collection[str] = ()
 ) -> dict[str, str]:
-    merged = {k: v for k, v in os.environ.items() if k not in unset}
+    hidden = {*unset, *SECRET_ENV}
+    merged = {k: v for k, v in os.environ.items() if k not in hidden}
     merged["LC_ALL"] = "C"
     merged["LANG"] = "C"
     if user is not None:

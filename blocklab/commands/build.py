@@ -116,11 +116,11 @@ def _builds_table(builds: list[Installation]) -> None:
     console().print(table)
 
 
-def stored_build_requests(results: Path) -> tuple[list[dict[str, Any]], str]:
+def stored_build_requests(results: str | None) -> tuple[list[dict[str, Any]], str]:
     """Build requests of every stored variant, and all run provenance as one text."""
-    from blocklab.store import ResultsDB
+    from blocklab.store.factory import open_results
 
-    with ResultsDB(results, create=False) as rdb:
+    with open_results(results, create=False) as rdb:
         variants, prov = rdb.variant_jsons(), rdb.provenance_jsons()
     requests = []
     for variant_json in variants:
@@ -148,21 +148,20 @@ def unused_builds(
 
 @click.command("builds")
 @click.option("--prune", is_flag=True, help="Remove builds that no stored experiment uses.")
-@click.option("--results", type=click.Path(path_type=Path), default=None,
-              help="Results directory whose experiments use builds.")  # fmt: skip
+@click.option("--results", default=None,
+              help="Results directory or PostgreSQL URI whose experiments use builds.")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="With --prune: only say what would be removed.")
-def builds_command(prune: bool, results: Path | None, dry_run: bool) -> None:
+def builds_command(prune: bool, results: str | None, dry_run: bool) -> None:
     """List cached builds; with --prune, remove those no experiment uses."""
     from blocklab import build
 
     if (results is not None or dry_run) and not prune:
         raise UserError("--results and --dry-run go with --prune")
-    paths = Paths.from_env(results=results)
-    builds = build.cached_builds(paths)
+    builds = build.cached_builds(Paths.from_env())
     if not prune:
         _builds_table(builds)
         return
-    requests, provenance = stored_build_requests(paths.results)
+    requests, provenance = stored_build_requests(results)
     doomed = unused_builds(builds, requests, provenance)
     for b in doomed:
         click.echo(f"{'would remove' if dry_run else 'removing'} {b.key} ({b.prefix})")

@@ -17,7 +17,8 @@ from blocklab.device_profile import Plan, Target
 from blocklab.errors import UserError
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
-from blocklab.store import ResultsDB
+from blocklab.store import RESULTS_DB_NAME
+from blocklab.store.factory import describe, is_postgres, open_results, open_store, results_spec
 
 FS_KINDS = ("ext4", "xfs", "btrfs")
 
@@ -136,7 +137,7 @@ def profile(
     size: str,
     ioengine: str,
     replace: bool,
-    results: Path | None,
+    results: str | None,
 ) -> None:
     """Measure IOPS, bandwidth and latency percentiles with fio (direct I/O) at each
     pattern x request size x queue depth, and store them in the results database."""
@@ -150,9 +151,9 @@ def profile(
     kind = "profile" if (path or device_path or experiment) else fs
     name = name or f"{kind}-{datetime.now():%Y%m%d-%H%M%S}"
     plan = Plan(name, points, device_profile.check_runtime(runtime), size_bytes, ioengine)
-    res = Paths.from_env(results=results).results
-    if not replace and (res / "blocklab.sqlite").exists():
-        with ResultsDB(res) as db:
+    res, _ = results_spec(results)
+    if not replace and (is_postgres(res) or (Path(res) / RESULTS_DB_NAME).exists()):
+        with open_store(res) as db:
             device_store.check_name_free(db, name)
     target = _target(
         path, device_path, yes, experiment, storage, fs, fs_block_size, name, size_bytes
@@ -160,14 +161,14 @@ def profile(
     with device_profile.released(target):
         device_profile.check_block_target(target, size_bytes)
         device_profile.run_profile(plan, target, res, LineProgress(), replace=replace)
-    click.echo(f"stored device profile {name!r} in {res} (blocklab device show {name})")
+    click.echo(f"stored device profile {name!r} in {describe(res)} (blocklab device show {name})")
 
 
 @device.command("list")
 @results_option
-def list_profiles(results: Path | None) -> None:
+def list_profiles(results: str | None) -> None:
     """Stored device profiles."""
-    with ResultsDB(Paths.from_env(results=results).results, create=False) as db:
+    with open_results(results, create=False) as db:
         rows = device_store.profiles(db)
     if not rows:
         click.echo("no device profiles stored (blocklab device profile)")
@@ -182,9 +183,9 @@ def list_profiles(results: Path | None) -> None:
 @device.command("show")
 @click.argument("name")
 @results_option
-def show(name: str, results: Path | None) -> None:
+def show(name: str, results: str | None) -> None:
     """One profile's points: IOPS, bandwidth and latency percentiles."""
-    with ResultsDB(Paths.from_env(results=results).results, create=False) as db:
+    with open_results(results, create=False) as db:
         head = device_store.profile(db, name)
         rows = device_store.points(db, head["id"])
     click.echo(

@@ -39,13 +39,13 @@ def _load_prices(path: Path | None) -> dict[str, float]:
 
 
 def profile_iops(
-    name: str, pattern: str, depth: int, results: Path | None, flag: str
+    name: str, pattern: str, depth: int, results: str | None, flag: str
 ) -> tuple[dict[int, float], str]:
     """IOPS by request bytes from a stored device profile (blocklab.device_store)."""
     import blocklab.device_store as device_store
-    from blocklab.paths import Paths
+    from blocklab.store.factory import results_spec
 
-    res = Paths.from_env(results=results).results
+    res, _ = results_spec(results)
     iops = device_store.iops_by_size(res, name, pattern=pattern, iodepth=depth, flag=flag)
     return iops, f"stored profile {name!r}: {pattern}, queue depth {depth} ({res})"
 
@@ -91,7 +91,7 @@ def economics_command(
     pattern: str,
     depth: str,
     page_sizes: str,
-    results: Path | None,
+    results: str | None,
 ) -> None:
     """The Five-Minute Rule: how long a page of each size must stay in RAM (or on the
     faster device) before keeping it there is cheaper than reading it again."""

@@ -1,4 +1,4 @@
-"""CLI command: export (stored runs and series as CSV)."""
+"""CLI command: export (stored runs and series as CSV, or into a shared PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import click
 
 from blocklab.commands.options import results_option
 from blocklab.errors import UserError
-from blocklab.paths import Paths
 
 
 @click.command("export")
@@ -16,23 +15,45 @@ from blocklab.paths import Paths
 @click.option(
     "--csv",
     "csv_dir",
-    required=True,
     type=click.Path(path_type=Path),
     help="directory to write runs.csv and series.csv into",
 )
+@click.option(
+    "--to",
+    "to",
+    help="a PostgreSQL results database (postgresql://...) to copy the runs into; "
+    "runs already there are skipped",
+)
 @results_option
-def export_cmd(experiment: str | None, csv_dir: Path, results: Path | None) -> None:
-    """Runs (every dimension and metric) and per-second series as CSV."""
-    from blocklab.export import export_csv
-    from blocklab.store import ResultsDB
+def export_cmd(
+    experiment: str | None, csv_dir: Path | None, to: str | None, results: str | None
+) -> None:
+    """Runs (every dimension and metric) and per-second series as CSV, or copied into a
+    shared PostgreSQL results database."""
+    from blocklab.store.factory import is_postgres, open_results, open_store
+    from blocklab.store.uri import parse_pg
 
-    paths = Paths.from_env(results=results)
-    if not paths.results.is_dir():
-        raise UserError(f"--results: {paths.results} does not exist")
-    with ResultsDB(paths.results, create=False) as db:
-        written = export_csv(db, csv_dir, experiment)
-    for path, rows in written:
-        click.echo(f"{path}: {rows} rows")
+    if (csv_dir is None) == (to is None):
+        raise UserError("--csv / --to: give one of them (CSV files, or a PostgreSQL URI)")
+    if to is not None and not is_postgres(to):
+        raise UserError("--to: a PostgreSQL URI (postgresql://... or postgres://...)")
+    if to is not None:
+        parse_pg(to, flag="--to", from_argv=True)  # refuses a password on the command line
+    with open_results(results, create=False) as db:
+        if csv_dir is not None:
+            from blocklab.export import export_csv
+
+            for path, rows in export_csv(db, csv_dir, experiment):
+                click.echo(f"{path}: {rows} rows")
+            return
+        from blocklab.copy_results import copy_results
+
+        with open_store(str(to), flag="--to") as dest:
+            counts = copy_results(db, dest, experiment)
+            click.echo(
+                f"copied {counts.copied} runs, skipped {counts.skipped} already in "
+                f"{dest.location} ({counts.experiments} experiment(s))"
+            )
 
 
 COMMANDS: list[click.Command] = [export_cmd]

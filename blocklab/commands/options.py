@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import click
 
-RESULTS_HELP = "results directory (default: $BLOCKLAB_RESULTS, else $BLOCKLAB_HOME/results)"
+from blocklab.store.uri import INSECURE_ENV
+
+RESULTS_HELP = (
+    "results directory (SQLite) or postgresql://USER@HOST/DB URI "
+    "(default: $BLOCKLAB_RESULTS, else $BLOCKLAB_HOME/results)"
+)
+INSECURE_HELP = "accept a PostgreSQL results database on a remote host over TCP without TLS"
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
-results_option: Decorator = click.option(
-    "--results", type=click.Path(path_type=Path), help=RESULTS_HELP
-)
+
+def _insecure(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:  # read where the URI is checked (blocklab.store.uri)
+        os.environ[INSECURE_ENV] = "1"
+
+
+def results_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--results (a directory or a PostgreSQL URI) and --results-insecure."""
+    f = click.option(
+        "--results-insecure",
+        is_flag=True,
+        expose_value=False,
+        callback=_insecure,
+        help=INSECURE_HELP,
+    )(f)
+    return click.option("--results", help=RESULTS_HELP)(f)
 
 
 def choice_option(flag: str, choices: Sequence[str], default: str, help: str) -> Decorator:

@@ -9,13 +9,17 @@ import click
 from blocklab.commands.options import results_option
 from blocklab.paths import Paths
 from blocklab.report import DEFAULT_HOST, SiteResult, build_site, make_server
+from blocklab.store.factory import is_postgres, results_spec
 
 OUT_HELP = "where to write the site (default: RESULTS/report); replaced whole"
 
 
-def _dirs(results: Path | None, out: Path | None) -> tuple[Path, Path]:
-    res = Paths.from_env(results=results).results
-    return res, (out.absolute() if out else res / "report")
+def _dirs(results: str | None, out: Path | None) -> tuple[str, Path]:
+    """The results store and the site: RESULTS/report, or $BLOCKLAB_HOME/report for a
+    PostgreSQL results database."""
+    spec, _ = results_spec(results)
+    default = Paths.from_env().home if is_postgres(spec) else Path(spec).absolute()
+    return spec, (out.absolute() if out else default / "report")
 
 
 def _describe(r: SiteResult) -> str:
@@ -29,7 +33,7 @@ def _describe(r: SiteResult) -> str:
 @click.command("report")
 @results_option
 @click.option("--out", type=click.Path(path_type=Path), help=OUT_HELP)
-def report(results: Path | None, out: Path | None) -> None:
+def report(results: str | None, out: Path | None) -> None:
     """Write the static report site (works offline, from disk)."""
     res, site = _dirs(results, out)
     r = build_site(res, site)
@@ -47,7 +51,7 @@ def report(results: Path | None, out: Path | None) -> None:
     show_default=True,
     help="address to listen on; anything but 127.0.0.1 exposes the results to the network",
 )
-def serve(results: Path | None, out: Path | None, port: int, host: str) -> None:
+def serve(results: str | None, out: Path | None, port: int, host: str) -> None:
     """(Re)generate the report site and serve it on 127.0.0.1 until Ctrl-C."""
     res, site = _dirs(results, out)
     click.echo(_describe(build_site(res, site)))

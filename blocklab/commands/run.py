@@ -25,8 +25,8 @@ if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a comm
 OVERRIDE_HELP = " (with FILE: replaces a fixed matrix value; stored as another experiment)"
 
 
-def _paths(results: Path | None) -> Paths:
-    return Paths.from_env(results=results)
+def _paths() -> Paths:
+    return Paths.from_env()
 
 
 def _duration_s(text: str | None, flag: str) -> float | None:
@@ -86,7 +86,7 @@ def _positive(flag: str, value: int | float | None) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="one line per run instead of a progress bar")
 def run_cmd(
     file: Path | None,
-    results: Path | None,
+    results: str | None,
     rounds: int | None,
     duration: int | None,
     scale: int | None,
@@ -111,12 +111,13 @@ def run_cmd(
         raise UserError(f"FILE: no experiment file at {file}")
     from blocklab.experiment import StoppingRule
     from blocklab.spec import check_machine
-    from blocklab.store import ResultsDB
+    from blocklab.store.factory import check_results, open_results
     from blocklab.summary import restore_note, summarize_experiment
     from blocklab.summary_table import print_summary
 
     budget_s = _duration_s(time_budget, "--time-budget")
-    paths = _paths(results)
+    paths = _paths()
+    check_results(results)
     exp = _load(file, rounds, duration, scale, clients)
     check_machine(exp, paths)
     rule = StoppingRule(
@@ -125,19 +126,20 @@ def run_cmd(
         max_rounds=max_rounds if max_rounds is not None else exp.max_rounds,
         time_budget_s=budget_s if budget_s is not None else exp.time_budget_s,
     )
-    outcome, datasets = _execute(exp, paths, rule, quiet or not sys.stderr.isatty())
+    outcome, datasets = _execute(exp, paths, results, rule, quiet or not sys.stderr.isatty())
     out = console()
-    with ResultsDB(paths.results) as db:
+    with open_results(results) as db:
         print_summary(out, summarize_experiment(db, exp.name))
         out.print(restore_note(db, exp.name, [d.init_s for d in datasets]), highlight=False)
-    out.print(f"\n{outcome.end_reason}. Results: {paths.results} (experiment '{exp.name}').")
+        where = db.location
+    out.print(f"\n{outcome.end_reason}. Results: {where} (experiment '{exp.name}').")
     out.print("Next: blocklab summary · blocklab report · blocklab export --csv DIR")
     if outcome.runs_failed:
         raise click.exceptions.Exit(1)
 
 
 def _execute(
-    exp: Experiment, paths: Paths, rule: StoppingRule, quiet: bool
+    exp: Experiment, paths: Paths, results: str | None, rule: StoppingRule, quiet: bool
 ) -> tuple[Outcome, list[DatasetInfo]]:
     from blocklab.experiment import Loop, register
     from blocklab.host import host_facts
@@ -145,7 +147,7 @@ def _execute(
     from blocklab.progress import BarProgress, QuietProgress
     from blocklab.state import State
     from blocklab.storage.cleanup import release_all
-    from blocklab.store import ResultsDB
+    from blocklab.store.factory import open_results
 
     err = console(stderr=True)
     state = State(paths.state_file)
@@ -153,12 +155,12 @@ def _execute(
         err.print(f"released what a killed blocklab left behind: {line}")
     progress = QuietProgress(err) if quiet else BarProgress(err)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    db = ResultsDB(paths.results)
+    db = open_results(results)
     try:
         variants = register(db, exp, host_facts())
         err.print(
             f"experiment '{exp.name}': {len(variants)} variants, seed {exp.seed}, "
-            f"results in {paths.results}"
+            f"results in {db.location}"
         )
         references = {v.variant_id: exp.variant(exp.reference_for(v)) for v in variants}
         with Lab(paths, state, log=progress.note, references=references, variants=variants) as lab:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -10,7 +9,6 @@ import click
 from blocklab.commands.options import results_option
 from blocklab.console import console
 from blocklab.errors import UserError
-from blocklab.paths import Paths
 
 if TYPE_CHECKING:
     from blocklab.store import ResultsStore
@@ -25,19 +23,16 @@ if TYPE_CHECKING:
     show_default=True,
     help="tps, latency_avg_ms, or a derived metric such as wal_bytes_per_xact",
 )
-def summary_cmd(experiment: str | None, results: Path | None, metric: str) -> None:
+def summary_cmd(experiment: str | None, results: str | None, metric: str) -> None:
     """The table: n, mean ± stdev, min, median, max, CI and gain against the reference."""
-    from blocklab.store import ResultsDB
+    from blocklab.store.factory import open_results
     from blocklab.summary import summarize_experiment
     from blocklab.summary_table import print_summary
 
-    paths = Paths.from_env(results=results)
-    if not paths.results.is_dir():
-        raise UserError(f"--results: {paths.results} does not exist")
-    with ResultsDB(paths.results, create=False) as db:
+    with open_results(results, create=False) as db:
         names = [experiment] if experiment else [r["name"] for r in db.experiments()]
         if not names:
-            raise UserError(f"--results: {paths.results} holds no experiment")
+            raise UserError(f"--results: {db.location} holds no experiment")
         out = console()
         for name in names:
             _check_metric(db, db.experiment(name)["name"], metric)

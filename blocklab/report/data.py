@@ -17,7 +17,8 @@ from blocklab import device_store
 from blocklab.errors import UserError
 from blocklab.metrics import MetricInfo
 from blocklab.report import shape
-from blocklab.store import RESULTS_DB_NAME, ResultsDB, ResultsStore
+from blocklab.store import RESULTS_DB_NAME, ResultsStore
+from blocklab.store.factory import is_postgres, open_store
 
 
 @dataclass
@@ -111,8 +112,12 @@ def slug(name: str) -> str:
     return s[:80]
 
 
-def open_results(results: Path) -> ResultsDB:
-    """The results database of `results`, or a UserError naming --results."""
+def open_results(spec: str | Path) -> ResultsStore:
+    """The results store `spec` names (a directory or a PostgreSQL URI), or a UserError
+    naming --results."""
+    if is_postgres(str(spec)):
+        return _with_results(open_store(str(spec), create=False))
+    results = Path(spec)
     if not results.is_dir():
         raise UserError(
             f"--results: {results} does not exist or is not a directory "
@@ -123,10 +128,13 @@ def open_results(results: Path) -> ResultsDB:
             f"--results: {results} holds no results database ({RESULTS_DB_NAME}); "
             "run an experiment first or point --results at a results directory"
         )
-    db = ResultsDB(results, create=False)
+    return _with_results(open_store(str(results), create=False))
+
+
+def _with_results(db: ResultsStore) -> ResultsStore:
     if not db.experiments() and not device_store.profiles(db):
         db.close()
-        raise UserError(f"--results: {results} holds no experiment; run one first")
+        raise UserError(f"--results: {db.location} holds no experiment; run one first")
     return db
 
 

@@ -63,11 +63,13 @@ class SiteResult:
 # ---------------------------------------------------------------- entry point
 
 
-def build_site(results: Path, out: Path) -> SiteResult:
-    """Generate the site for every experiment in `results` into `out` (replaced whole)."""
+def build_site(spec: str | Path, out: Path) -> SiteResult:
+    """Generate the site for every experiment in the results store `spec` (a directory or
+    a PostgreSQL URI) into `out` (replaced whole)."""
     started = time.monotonic()
-    results, out = results.absolute(), out.absolute()
-    db = data.open_results(results)
+    out = out.absolute()
+    db = data.open_results(spec)
+    results = db.directory.absolute()  # where the runs' raw files are
     try:
         _check_out(out, results)
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
@@ -175,7 +177,7 @@ def _generate(db: ResultsStore, results: Path, out: Path) -> tuple[int, int]:
         page="index",
         charts=False,
         experiments=exps,
-        results=str(results),
+        results=db.location,
         device_profiles=device_store.profiles(db),
     )
     w.page("compare.html", "compare.html", page="compare", data=compare_json(exps))

@@ -1,4 +1,4 @@
-"""What a results back end offers (SQLite today, blocklab.store.sqlite; PostgreSQL next).
+"""What a results back end offers (SQLite, blocklab.store.sqlite; PostgreSQL, store.postgres).
 
 Callers read and write results only through these methods; rows come back as `Row`
 (read by column name: `row["tps"]`). A back end keeps its schema and its versioning
@@ -99,7 +99,12 @@ class ResultsStore(Protocol):
     def location(self) -> str:  # where the results are stored, for messages
         ...
 
+    def raw_ref(self, raw_dir: Path) -> str:  # what runs.raw_dir records for a run's files
+        ...
+
     def close(self) -> None: ...
+    def __enter__(self) -> ResultsStore: ...
+    def __exit__(self, *exc: object) -> None: ...
 
     # experiments and their variants
     def upsert_experiment(

@@ -51,7 +51,7 @@ CREATE TABLE IF NOT EXISTS runs (
     failed_transactions INTEGER,
     exit_code     INTEGER,
     command       TEXT NOT NULL DEFAULT '',
-    raw_dir       TEXT NOT NULL DEFAULT '',   -- relative to the results directory
+    raw_dir       TEXT NOT NULL DEFAULT '',   -- relative to the results directory (PostgreSQL: absolute)
     settings_json TEXT NOT NULL DEFAULT '{}', -- effective pg_settings (name -> setting, unit)
     provenance_json TEXT NOT NULL DEFAULT '{}',
     UNIQUE (experiment, variant_id, round)

@@ -15,6 +15,8 @@ from blocklab.errors import UserError
 from blocklab.store.base import POINT_COLUMNS, DevicePoint, DeviceProfileHead, RunRecord
 
 SCHEMA_VERSION = 2
+# a device point measured again replaces these columns of the stored one
+POINT_UPDATED = ("status", "reason", *POINT_COLUMNS, "command", "fio_json")
 # Later versions: version -> DDL file (in blocklab/store) applied on the way up from
 # schema.sql (version 1). Each file only adds (CREATE ... IF NOT EXISTS).
 MIGRATIONS = {2: "schema_v2_device_profiles.sql"}
@@ -40,6 +42,10 @@ class ResultsDB:
     @property
     def location(self) -> str:
         return str(self.path)
+
+    def raw_ref(self, raw_dir: Path) -> str:
+        """What runs.raw_dir records: the run's directory relative to the results directory."""
+        return str(raw_dir.relative_to(self.directory))
 
     def close(self) -> None:
         self.conn.close()
@@ -112,7 +118,7 @@ class ResultsDB:
         ).fetchone()
         if row is not None and row["spec_json"] != spec_json:
             raise UserError(
-                f"experiment '{name}' already exists in {self.path} with a different "
+                f"experiment '{name}' already exists in {self.location} with a different "
                 "definition; rename the experiment (key 'name') or use another --results"
             )
         with self.tx() as c:
@@ -153,7 +159,9 @@ class ResultsDB:
         row = self.conn.execute("SELECT * FROM experiments WHERE name=?", (name,)).fetchone()
         if row is None:
             known = ", ".join(r["name"] for r in self.experiments()) or "none"
-            raise UserError(f"EXPERIMENT: no experiment '{name}' in {self.path} (known: {known})")
+            raise UserError(
+                f"EXPERIMENT: no experiment '{name}' in {self.location} (known: {known})"
+            )
         return row
 
     def variants(self, experiment: str) -> list[sqlite3.Row]:
@@ -171,7 +179,7 @@ class ResultsDB:
     def record_round(self, experiment: str, round_no: int, seed: int, order: Sequence[str]) -> None:
         with self.tx() as c:
             c.execute(
-                "INSERT OR IGNORE INTO rounds VALUES (?,?,?,?)",
+                "INSERT INTO rounds VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
                 (experiment, round_no, seed, json.dumps(list(order))),
             )
 
@@ -190,53 +198,22 @@ class ResultsDB:
                 "INSERT INTO runs (experiment, variant_id, round, position, status, reason,"
                 " started_at, ended_at, tps, latency_avg_ms, latency_stddev_ms, transactions,"
                 " failed_transactions, exit_code, command, raw_dir, settings_json, provenance_json)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    r.experiment,
-                    r.variant_id,
-                    r.round,
-                    r.position,
-                    r.status,
-                    r.reason,
-                    r.started_at,
-                    r.ended_at,
-                    r.tps,
-                    r.latency_avg_ms,
-                    r.latency_stddev_ms,
-                    r.transactions,
-                    r.failed_transactions,
-                    r.exit_code,
-                    r.command,
-                    r.raw_dir,
-                    json.dumps(r.settings, sort_keys=True, default=str),
-                    json.dumps(r.provenance, sort_keys=True, default=str),
-                ),
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                run_values(r),
             )
-            run_id = int(cur.lastrowid or 0)
+            run_id = int(cur.fetchone()["id"])
             c.executemany(
                 "INSERT INTO metrics VALUES (?,?,?)",
                 [(run_id, k, v) for k, v in r.metrics.items()],
             )
             c.executemany(
-                "INSERT OR REPLACE INTO series VALUES (?,?,?,?)",
+                "INSERT INTO series VALUES (?,?,?,?)"
+                " ON CONFLICT (run_id, name, t_s) DO UPDATE SET value = excluded.value",
                 [(run_id, name, t, v) for name, pts in r.series.items() for t, v in pts],
             )
             c.executemany(
                 "INSERT INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        run_id,
-                        i,
-                        cp.get("start_s"),
-                        cp.get("end_s"),
-                        cp.get("trigger", "unknown"),
-                        cp.get("buffers_written"),
-                        cp.get("bytes_written"),
-                        cp.get("wal_distance_bytes"),
-                        int(bool(cp.get("incomplete"))),
-                    )
-                    for i, cp in enumerate(r.checkpoints)
-                ],
+                checkpoint_rows(run_id, r),
             )
         return run_id
 
@@ -251,7 +228,7 @@ class ResultsDB:
     def run(self, run_id: int) -> sqlite3.Row:
         row = self.conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if row is None:
-            raise UserError(f"no run with id {run_id} in {self.path}")
+            raise UserError(f"no run with id {run_id} in {self.location}")
         return row
 
     def done_keys(self, experiment: str) -> set[tuple[str, int]]:
@@ -304,7 +281,8 @@ class ResultsDB:
                 c.execute("DELETE FROM device_profiles WHERE id=?", (row["id"],))
             cur = c.execute(
                 "INSERT INTO device_profiles (name, created_at, target_json, host_json,"
-                " fio_version, ioengine, runtime_s, size_bytes) VALUES (?,?,?,?,?,?,?,?)",
+                " fio_version, ioengine, runtime_s, size_bytes) VALUES (?,?,?,?,?,?,?,?)"
+                " RETURNING id",
                 (
                     head.name,
                     head.created_at,
@@ -316,7 +294,8 @@ class ResultsDB:
                     head.size_bytes,
                 ),
             )
-        return int(cur.lastrowid or 0)
+            profile_id = int(cur.fetchone()["id"])
+        return profile_id
 
     def device_profile_exists(self, name: str) -> bool:
         sql = "SELECT 1 FROM device_profiles WHERE name=?"
@@ -325,9 +304,11 @@ class ResultsDB:
     def record_device_point(self, profile_id: int, point: DevicePoint) -> None:
         with self.tx() as c:
             c.execute(
-                "INSERT OR REPLACE INTO device_profile_points (profile_id, pattern,"
+                "INSERT INTO device_profile_points (profile_id, pattern,"
                 " request_bytes, iodepth, status, reason, " + ", ".join(POINT_COLUMNS) + ","
-                " command, fio_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " command, fio_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT (profile_id, pattern, request_bytes, iodepth) DO UPDATE SET "
+                + ", ".join(f"{k} = excluded.{k}" for k in POINT_UPDATED),
                 (
                     profile_id,
                     point.pattern,
@@ -349,7 +330,7 @@ class ResultsDB:
         return list(
             self.conn.execute(
                 "SELECT p.*, count(q.profile_id) AS points,"
-                " sum(q.status = 'failed') AS failed_points"
+                " sum(CASE WHEN q.status = 'failed' THEN 1 ELSE 0 END) AS failed_points"
                 " FROM device_profiles p LEFT JOIN device_profile_points q"
                 " ON q.profile_id = p.id GROUP BY p.id ORDER BY p.created_at"
             )
@@ -369,3 +350,43 @@ class ResultsDB:
                 (profile_id,),
             )
         )
+
+
+def run_values(r: RunRecord) -> tuple[Any, ...]:
+    return (
+        r.experiment,
+        r.variant_id,
+        r.round,
+        r.position,
+        r.status,
+        r.reason,
+        r.started_at,
+        r.ended_at,
+        r.tps,
+        r.latency_avg_ms,
+        r.latency_stddev_ms,
+        r.transactions,
+        r.failed_transactions,
+        r.exit_code,
+        r.command,
+        r.raw_dir,
+        json.dumps(r.settings, sort_keys=True, default=str),
+        json.dumps(r.provenance, sort_keys=True, default=str),
+    )
+
+
+def checkpoint_rows(run_id: int, r: RunRecord) -> list[tuple[Any, ...]]:
+    return [
+        (
+            run_id,
+            i,
+            cp.get("start_s"),
+            cp.get("end_s"),
+            cp.get("trigger", "unknown"),
+            cp.get("buffers_written"),
+            cp.get("bytes_written"),
+            cp.get("wal_distance_bytes"),
+            int(bool(cp.get("incomplete"))),
+        )
+        for i, cp in enumerate(r.checkpoints)
+    ]

@@ -1,0 +1,321 @@
+"""The results store on PostgreSQL (a real server: Debian's postgresql-15, private unix
+socket, run as the unprivileged server user) against the same contract as SQLite: runs,
+uniqueness, device profiles, migrations from version 1, `blocklab export --to` and
+`summary` over the same stored runs, and the password kept out of output and children."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from helpers import running_cluster
+from report_fixture import write_synthetic_results
+
+from blocklab import proc
+from blocklab.cluster import Cluster
+from blocklab.errors import UserError
+from blocklab.installation import Installation
+from blocklab.paths import Paths
+from blocklab.store import SCHEMA_VERSION, ResultsDB, ResultsStore, RunRecord
+from blocklab.store.base import DevicePoint, DeviceProfileHead
+from blocklab.store.factory import open_store
+from blocklab.store.postgres import pg_ddl
+from blocklab.store.uri import parse_pg
+
+SECRET = "s3cret-Pw-42"
+
+
+@pytest.fixture(scope="session")
+def pg_server(paths: Paths, pg15_system: Installation) -> Iterator[Cluster]:
+    """The shared database server; role `pwuser` must log in with SECRET (scram)."""
+    with running_cluster(paths, pg15_system, "pgstore", {}) as c:
+        hba = c.data_dir / "pg_hba.conf"
+        hba.write_text("local all pwuser scram-sha-256\n" + hba.read_text())
+        with psycopg.connect(c.conninfo, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE pwuser LOGIN PASSWORD '{SECRET}'")
+            conn.execute("SELECT pg_reload_conf()")
+        yield c
+
+
+def _uri(c: Cluster, db: str, password: str | None = None) -> str:
+    auth = f"{c.user.name}:{password}" if password else c.user.name
+    return f"postgresql://{auth}@/{db}?host={c.socket_dir}&port={c.port}"
+
+
+@pytest.fixture
+def pg_uri(pg_server: Cluster) -> str:
+    """A fresh database of its own on the shared test server."""
+    name = "r_" + uuid.uuid4().hex[:10]
+    with psycopg.connect(pg_server.conninfo, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return _uri(pg_server, name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ResultsStore]:
+    spec = str(tmp_path / "results")
+    if request.param == "postgresql":
+        spec = request.getfixturevalue("pg_uri")
+    with open_store(spec) as db:
+        yield db
+
+
+def _register(db: ResultsStore, name: str = "e1") -> None:
+    db.upsert_experiment(
+        name,
+        description="contract",
+        spec={"name": name, "rounds": 2},
+        seed=3,
+        reference="a",
+        created_at="2026-11-23T10:00:00.000Z",
+        host={"cpu": "x"},
+        variants=[("a", "A", '{"v": 1}', {"bs": 4}), ("b", "B", '{"v": 2}', {"bs": 8})],
+    )
+
+
+def _run(vid: str, rnd: int, tps: float | None = 1234.5) -> RunRecord:
+    return RunRecord(
+        experiment="e1",
+        variant_id=vid,
+        round=rnd,
+        position=0,
+        status="ok" if tps is not None else "failed",
+        started_at="2026-11-23T10:00:00.000Z",
+        ended_at="2026-11-23T10:00:02.000Z",
+        reason="" if tps is not None else "pgbench exit 2",
+        tps=tps,
+        transactions=2**40,  # wider than a 32-bit integer
+        raw_dir="runs/e1/x",
+        settings={"shared_buffers": ["16384", "8kB"]},
+        provenance={"build": "k"},
+        metrics={"wal_bytes_per_xact": 0.1 + 0.2, "missing": None},
+        series={"tps": [(0.0, 1.5), (1.0, None)]},
+        checkpoints=[{"start_s": -1.0, "end_s": None, "trigger": "wal", "bytes_written": 2**35}],
+    )
+
+
+def test_store_contract(store: ResultsStore) -> None:
+    _register(store)
+    _register(store)  # the same definition again: accepted, no duplicate
+    store.record_round("e1", 1, 3, ["b", "a"])
+    store.record_round("e1", 1, 3, ["b", "a"])
+    rid = store.record_run(_run("a", 1))
+    store.record_run(_run("b", 1, None))
+    with pytest.raises(Exception, match="(?i)unique"):
+        store.record_run(_run("a", 1))  # (experiment, variant, round) is unique
+    assert [r["variant_id"] for r in store.variants("e1")] == ["a", "b"]
+    assert len(store.rounds("e1")) == 1
+    assert store.done_keys("e1") == {("a", 1), ("b", 1)}
+    run = store.run(rid)
+    assert (run["tps"], run["transactions"], run["status"]) == (1234.5, 2**40, "ok")
+    assert json.loads(run["settings_json"]) == {"shared_buffers": ["16384", "8kB"]}
+    assert store.runs("e1", "b")[0]["tps"] is None
+    assert store.metrics(rid) == {"wal_bytes_per_xact": 0.1 + 0.2, "missing": None}
+    assert store.series(rid) == {"tps": [(0.0, 1.5), (1.0, None)]}
+    assert store.checkpoints(rid)[0]["bytes_written"] == 2**35
+    assert store.metric_names("e1") == ["missing", "wal_bytes_per_xact"]
+    store.set_experiment_state("e1", "done", "rounds done")
+    assert store.experiment("e1")["state"] == "done"
+    with pytest.raises(UserError, match="already exists"):
+        store.upsert_experiment(
+            "e1", description="", spec={"other": 1}, seed=3, reference=None,
+            created_at="x", host={}, variants=[],
+        )  # fmt: skip
+
+
+def test_device_profile_contract(store: ResultsStore) -> None:
+    head = DeviceProfileHead(
+        "p", "2026-11-23T10:00:00Z", {"kind": "dir"}, {}, "fio-3", "libaio", 1.0, 2**30
+    )
+    pid = store.create_device_profile(head)
+    values = {"iops": 100.0}
+    for status in ("ok", "failed"):  # the same point again replaces it
+        store.record_device_point(
+            pid, DevicePoint("randread", 4096, 1, status, "", values, "fio", "{}")
+        )
+    store.record_device_point(pid, DevicePoint("randread", 8192, 1, "ok", "", values, "fio", "{}"))
+    (row,) = store.device_profiles()
+    assert (row["points"], row["failed_points"]) == (2, 1)
+    pid2 = store.create_device_profile(head)  # replaces the stored one
+    assert store.device_points(pid2) == []
+    assert store.device_profile_exists("p") and not store.device_profile_exists("q")
+
+
+def _v1_sqlite(directory: Path) -> None:
+    import sqlite3
+
+    directory.mkdir(parents=True)
+    conn = sqlite3.connect(directory / "blocklab.sqlite")
+    conn.executescript(resources.files("blocklab.store").joinpath("schema.sql").read_text())
+    conn.execute("INSERT INTO schema_version VALUES (1)")
+    conn.execute(
+        "INSERT INTO experiments (name, spec_json, seed, created_at) VALUES ('old','{}',1,'t')"
+    )
+    conn.commit()
+    conn.close()
+
+
+def _v1_postgres(uri: str) -> None:
+    target = parse_pg(uri)
+    with psycopg.connect(target.conninfo, autocommit=True) as conn:
+        conn.execute(pg_ddl("schema.sql").encode())  # as blocklab wrote version 1
+        conn.execute("INSERT INTO schema_version VALUES (1)")
+        conn.execute(
+            "INSERT INTO experiments (name, spec_json, seed, created_at) VALUES ('old','{}',1,'t')"
+        )
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_migration_from_version_1(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if backend == "sqlite":
+        spec = str(tmp_path / "old")
+        _v1_sqlite(tmp_path / "old")
+    else:
+        spec = request.getfixturevalue("pg_uri")
+        _v1_postgres(spec)
+    with open_store(spec, create=False) as db:
+        assert [r["name"] for r in db.experiments()] == ["old"]  # data kept
+        assert db.device_profiles() == []  # version 2's tables exist
+    with open_store(spec, create=False) as db:  # opening again changes nothing
+        conn: Any = getattr(db, "conn")  # noqa: B009  (both back ends' connection)
+        versions = [r["version"] for r in conn.execute("SELECT version FROM schema_version")]
+    assert versions == list(range(1, SCHEMA_VERSION + 1))
+
+
+def _blocklab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "blocklab.cli", *args],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def test_export_to_postgres_twice_and_same_summary(tmp_path: Path, pg_uri: str) -> None:
+    results = tmp_path / "results"
+    write_synthetic_results(results, rounds=3, seconds=5)
+    with ResultsDB(results) as db:
+        n_runs = len(db.runs("synthetic-geometry"))
+    first = _blocklab("export", "--results", str(results), "--to", pg_uri)
+    assert first.returncode == 0, first.stderr
+    assert f"copied {n_runs} runs, skipped 0" in first.stdout
+    second = _blocklab("export", "--results", str(results), "--to", pg_uri)
+    assert f"copied 0 runs, skipped {n_runs}" in second.stdout, second.stderr
+    on_sqlite = _blocklab("summary", "--results", str(results), "--metric", "wal_bytes_per_xact")
+    on_pg = _blocklab("summary", "--results", pg_uri, "--metric", "wal_bytes_per_xact")
+    assert on_sqlite.returncode == on_pg.returncode == 0, on_pg.stderr
+    assert "synthetic-geometry" in on_pg.stdout and on_sqlite.stdout == on_pg.stdout
+    tps_sqlite = _blocklab("summary", "--results", str(results))
+    tps_pg = _blocklab("summary", "--results", pg_uri)
+    assert tps_sqlite.stdout == tps_pg.stdout
+    with open_store(pg_uri) as db:  # the raw files are where the database says
+        raw = db.runs("synthetic-geometry")[0]["raw_dir"]
+        assert Path(raw).is_absolute() and Path(raw).is_dir()
+
+
+def _pwuser_uris(pg_server: Cluster, pg_uri: str) -> tuple[str, str]:
+    """The database handed to `pwuser`: its URI with the password, and without."""
+    with psycopg.connect(pg_server.conninfo, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {pg_uri.split('/')[3].split('?')[0]} OWNER TO pwuser")
+    with_pw = pg_uri.replace(f"//{pg_server.user.name}@", f"//pwuser:{SECRET}@")
+    return with_pw, pg_uri.replace(f"//{pg_server.user.name}@", "//pwuser@")
+
+
+def test_password_only_from_environment_and_never_shown(
+    pg_server: Cluster, pg_uri: str, tmp_path: Path
+) -> None:
+    with_pw, no_pw = _pwuser_uris(pg_server, pg_uri)
+    assert SECRET in with_pw
+    refused = _blocklab("summary", env={"BLOCKLAB_RESULTS": no_pw, "PGPASSFILE": "/dev/null"})
+    assert refused.returncode == 2 and "password" in refused.stderr  # the server asks for it
+    argv = _blocklab("summary", "--results", with_pw)
+    assert argv.returncode == 2 and "--results" in argv.stderr and "password" in argv.stderr
+    assert SECRET not in argv.stdout + argv.stderr
+    results = tmp_path / "results"
+    write_synthetic_results(results, rounds=2, seconds=3)
+    export = _blocklab(
+        "export", "--results", str(results), "--to", no_pw, env={"PGPASSWORD": SECRET}
+    )
+    assert export.returncode == 0, export.stderr
+    assert SECRET not in export.stdout + export.stderr
+    env = {"BLOCKLAB_RESULTS": with_pw}
+    for args in (("summary",), ("report", "--out", str(tmp_path / "site"))):
+        r = _blocklab(*args, env=env)
+        assert r.returncode == 0, r.stderr
+        assert SECRET not in r.stdout + r.stderr
+    site = b"".join(p.read_bytes() for p in (tmp_path / "site").rglob("*") if p.is_file())
+    assert SECRET.encode() not in site and b"postgresql: " in site
+    os.environ["BLOCKLAB_RESULTS"], os.environ["PGPASSWORD"] = with_pw, SECRET
+    try:  # a child of blocklab inherits neither
+        out = proc.run(["env"], timeout_s=10).stdout
+    finally:
+        del os.environ["BLOCKLAB_RESULTS"], os.environ["PGPASSWORD"]
+    assert SECRET not in out
+    assert SECRET not in parse_pg(with_pw).conninfo + parse_pg(with_pw).display
+
+
+@pytest.mark.parametrize(
+    "uri,ok",
+    [
+        ("postgresql://u@db.example.org/r", False),
+        ("postgresql://u@10.0.0.7:5432/r?sslmode=disable", False),
+        ("postgresql://u@db.example.org/r?sslmode=require", True),
+        ("postgresql://u@db.example.org/r?sslmode=verify-full", True),
+        ("postgresql://u@127.0.0.1/r", True),
+        ("postgresql://u@[::1]/r", True),
+        ("postgresql:///r?host=/run/postgresql", True),
+    ],
+)
+def test_remote_host_needs_tls(uri: str, ok: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BLOCKLAB_RESULTS_INSECURE", raising=False)
+    if ok:
+        parse_pg(uri)
+    else:
+        with pytest.raises(UserError, match="--results: host .* without TLS"):
+            parse_pg(uri)
+        monkeypatch.setenv("BLOCKLAB_RESULTS_INSECURE", "1")
+        parse_pg(uri)
+
+
+def test_remote_plain_tcp_refused_by_the_cli() -> None:
+    r = _blocklab("summary", "--results", "postgresql://u@db.example.org/r")
+    assert r.returncode == 2 and "--results-insecure" in r.stderr
+    r = _blocklab("summary", "--results", "mysql://u@h/r")
+    assert r.returncode == 2 and "--results" in r.stderr
+
+
+@pytest.mark.build
+@pytest.mark.root
+def test_demo_runs_into_postgres(
+    pg_server: Cluster, pg_uri: str, tmp_path: Path, pg18_4k: Installation, pg18_8k: Installation
+) -> None:
+    """The tiny demo end to end into a password-protected PostgreSQL results database:
+    every run stored, its raw files where runs.raw_dir says, the password nowhere."""
+    with_pw, no_pw = _pwuser_uris(pg_server, pg_uri)
+    raw = tmp_path / "raw"
+    env = {"BLOCKLAB_RESULTS": with_pw, "BLOCKLAB_RAW_DIR": str(raw)}
+    demo = ("--rounds", "2", "--duration", "2", "--scale", "1", "--clients", "1", "--quiet")
+    r = _blocklab("run", *demo, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert SECRET not in r.stdout + r.stderr and "postgresql: " in r.stdout
+    with psycopg.connect(parse_pg(no_pw).conninfo, password=SECRET) as conn:
+        runs = conn.execute("SELECT status, raw_dir, provenance_json, settings_json FROM runs")
+        rows = runs.fetchall()
+    assert [s for s, *_ in rows] == ["ok"] * 4
+    for _, raw_dir, provenance, settings in rows:
+        assert (
+            Path(raw_dir).parent.parent == raw / "runs" and Path(raw_dir, "pgbench.argv").is_file()
+        )
+        assert SECRET not in provenance + settings
+    assert not [p for p in raw.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    summary = _blocklab("summary", env=env)
+    assert summary.returncode == 0 and "bs=4k" in summary.stdout, summary.stderr
