@@ -19,14 +19,14 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import jinja2
 from markupsafe import Markup
 
 from blocklab import __version__, device_store, export
 from blocklab.errors import UserError
-from blocklab.report import csvout, data, devices, manifest, shape
+from blocklab.report import csvout, data, devices, manifest, parallel, shape
 from blocklab.report.data import ExperimentView, RunView, VariantView
 from blocklab.store import ResultsStore
 
@@ -180,6 +180,9 @@ def page_weight(out: Path) -> tuple[int, int, int, str, int]:
 # ---------------------------------------------------------------- generation
 
 
+WriterState = tuple[dict[str, int], set[str], int, int]
+
+
 class Writer:
     """Writes the site's files, leaving a file alone when its content is unchanged, and
     records what it wrote and kept (HTML pages) and every file of the site."""
@@ -193,6 +196,13 @@ class Writer:
         self.files: set[str] = {MARKER, manifest.MANIFEST}
         self.other_bytes = 0
         self.n_exp = self.n_runs = 0
+        self.fresh = not old.pages  # a new, empty directory: nothing to compare or keep
+        self.dirs: set[Path] = set()
+
+    def mkdir(self, path: Path) -> None:
+        if path not in self.dirs:
+            path.mkdir(parents=True, exist_ok=True)
+            self.dirs.add(path)
 
     def page(self, rel: str, template: str, **context: Any) -> None:
         depth = rel.count("/")
@@ -209,18 +219,22 @@ class Writer:
             self.new.pages[rel] = len(body)
         else:
             self.other_bytes += len(body)
+        self.written += rel.endswith(".html")
+        self.mkdir(path.parent)
+        if self.fresh:
+            path.write_bytes(body)
+            return
         try:
             same = path.stat().st_size == len(body) and path.read_bytes() == body
         except OSError:
             same = False
         if same:
+            self.written -= rel.endswith(".html")
             self.kept += rel.endswith(".html")
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_bytes(body)
         tmp.replace(path)
-        self.written += rel.endswith(".html")
 
     def keep(self, rel: str) -> bool:
         """Keep an existing page as it is; False when it is missing."""
@@ -236,8 +250,22 @@ class Writer:
         """A non-page file the caller writes itself (CSV, raw files)."""
         self.files.add(rel)
         path = self.out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.mkdir(path.parent)
         return path
+
+    def reset(self) -> None:
+        """Forget what was written (a worker process reports only its own part)."""
+        self.new.pages, self.files, self.written, self.kept = {}, set(), 0, 0
+
+    def state(self) -> WriterState:
+        return self.new.pages, self.files, self.written, self.kept
+
+    def merge(self, state: WriterState) -> None:
+        pages, files, written, kept = state
+        self.new.pages.update(pages)
+        self.files |= files
+        self.written += written
+        self.kept += kept
 
     def total_bytes(self) -> int:
         return sum(self.new.pages.values()) + sum(
@@ -363,29 +391,71 @@ def write_experiment(w: Writer, db: ResultsStore, results: Path, exp: Experiment
     old = w.old.runs_of(exp.slug)
     digests = [run_digest(exp, r, variants[r.variant_id]) for r in exp.runs]
     long_from = _long_csv_start(w, exp, digests)
-    entries: list[manifest.RunEntry] = []
+    kept = [
+        (p := old.get(r.id)) is not None and p.digest == d and _keep_run(w, base, r)
+        for r, d in zip(exp.runs, digests, strict=True)
+    ]
+    todo = [i for i in range(len(exp.runs)) if not (kept[i] and i < long_from)]
+    long_path = w.file(f"{base}/series.csv")
+    if not long_from:
+        long_path.write_text(csvout.csv_line(export.SERIES_FIELDS), newline="")
+
+    def work(k: int, lo: int, hi: int) -> tuple[Tps, WriterState, Path]:
+        part = long_path.with_name(f".series.csv.part{k}")
+        alone = lo == 0 and hi == len(todo)  # here, in this process
+        if not alone:
+            w.reset()  # a worker process reports only what it wrote
+        store = db if alone else data.open_results(results)  # a process's own connection
+        try:
+            with open(part, "w", newline="") as long_csv:
+                jobs = [(i, kept[i]) for i in todo[lo:hi]]
+                got = _write_runs(w, store, results, exp, jobs, long_from, long_csv, labels)
+        finally:
+            if not alone:
+                store.close()
+        return got, ({}, set(), 0, 0) if alone else w.state(), part
+
     tps: Tps = {}
-    with open(w.file(f"{base}/series.csv"), "a" if long_from else "w", newline="") as long_csv:
-        if not long_from:
-            long_csv.write(csvout.csv_line(export.SERIES_FIELDS))
-        for i, (run, d) in enumerate(zip(exp.runs, digests, strict=True)):
-            prev = old.get(run.id)
-            kept = prev is not None and prev.digest == d and _keep_run(w, base, run)
-            if kept and i < long_from and prev is not None:
-                entries.append(prev)
-                continue
-            detail = data.load_run_detail(db, run.id)
-            tps[run.id] = detail.series.get("tps", [])
-            if not kept:
-                write_run(w, results, exp, run, detail)
-            if i >= long_from:
-                head = [exp.name, run.id, run.variant_id, labels[run.variant_id], run.round]
-                long_csv.write(csvout.long(head, detail.series))
-            entries.append(_entry(run.id, d, tps[run.id]))
+    with open(long_path, "a", newline="") as long_csv:
+        for got, state, part in parallel.map_slices(work, len(todo)):
+            tps.update(got)
+            w.merge(state)
+            with open(part, newline="") as f:
+                shutil.copyfileobj(f, long_csv, 1 << 20)
+            part.unlink()
+    entries = [
+        old[r.id] if kept[i] and i < long_from else _entry(r.id, d, tps[r.id])
+        for i, (r, d) in enumerate(zip(exp.runs, digests, strict=True))
+    ]
     w.new.experiments[exp.slug] = entries
     write_runs_lists(w, exp, labels)
     write_runs_csv(w, db, exp)
     write_grid(w, db, exp, entries, tps)
+
+
+def _write_runs(
+    w: Writer,
+    db: ResultsStore,
+    results: Path,
+    exp: ExperimentView,
+    todo: list[tuple[int, bool]],
+    long_from: int,
+    long_csv: TextIO,
+    labels: dict[str, str],
+) -> Tps:
+    """The pages and files of runs `todo` ((index, page kept)) and their series.csv lines
+    (those at or after long_from); returns their tps series for the grid."""
+    tps: Tps = {}
+    runs = [exp.runs[i] for i, _ in todo]
+    stream = db.series_of_runs([r.id for r in runs])
+    for (i, kept), run, (_, series) in zip(todo, runs, stream, strict=True):
+        tps[run.id] = series.get("tps", [])
+        if not kept:
+            write_run(w, results, exp, run, data.run_detail(db, run.id, series))
+        if i >= long_from:
+            head = [exp.name, run.id, run.variant_id, labels[run.variant_id], run.round]
+            long_csv.write(csvout.long(head, series))
+    return tps
 
 
 def _long_csv_start(w: Writer, exp: ExperimentView, digests: list[str]) -> int:
@@ -552,17 +622,9 @@ def copy_raw(results: Path, raw_dir: str, dest: Path, href_base: str) -> list[di
     if src is None:
         return []
     out = []
-    for p in sorted(src.rglob("*")):
-        if p.is_symlink() or not p.is_file():
-            continue
-        rel = p.relative_to(src)
+    for rel, p in _regular_files(src):
         size = p.stat().st_size
-        entry = {
-            "name": str(rel),
-            "href": f"{href_base}/{rel.as_posix()}",
-            "size": size,
-            "note": "",
-        }
+        entry = {"name": rel, "href": f"{href_base}/{rel}", "size": size, "note": ""}
         if size > MAX_RAW_FILE_BYTES:
             entry.update(
                 href=p.as_uri(), note="too large to copy into the site; links the original"
@@ -573,12 +635,33 @@ def copy_raw(results: Path, raw_dir: str, dest: Path, href_base: str) -> list[di
     return out
 
 
+def _regular_files(src: Path) -> list[tuple[str, Path]]:
+    """(relative posix path, path) of the regular files under `src`, sorted; symlinks are
+    neither followed nor listed."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel_dir = Path(dirpath).relative_to(src)
+        for name in [*dirnames, *filenames]:
+            p = Path(dirpath, name)
+            if not p.is_symlink() and p.is_file():
+                found.append(((rel_dir / name).as_posix(), p))
+    return sorted(found, key=lambda f: f[0])
+
+
 def _link_or_copy(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
+    """Hard-link `src` at `dst` (replacing a file there), else copy it."""
+    for _ in range(3):
+        try:
+            os.link(src, dst)
+            return
+        except FileNotFoundError:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            dst.unlink()
+        except OSError:
+            break
+    dst.unlink(missing_ok=True)
+    shutil.copyfile(src, dst)
 
 
 # ---------------------------------------------------------------- page data (pure)

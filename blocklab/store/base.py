@@ -8,7 +8,7 @@ checkpoints; one device-profile point.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -134,6 +134,12 @@ class ResultsStore(Protocol):
     def metrics(self, run_id: int) -> dict[str, float | None]: ...
     def metric_names(self, experiment: str) -> list[str]: ...
     def series(self, run_id: int) -> dict[str, list[tuple[float, float | None]]]: ...
+    def series_of_runs(
+        self, run_ids: Sequence[int]
+    ) -> Iterator[tuple[int, dict[str, list[tuple[float, float | None]]]]]:
+        """(run id, series) of each run in the given order, read in bulk (the report)."""
+        ...
+
     def checkpoints(self, run_id: int) -> Sequence[Row]: ...
 
     # device profiles

@@ -3,6 +3,7 @@ profile point, is written in one transaction. All of blocklab's SQL is here."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -289,6 +290,25 @@ class ResultsDB:
         ):
             out.setdefault(r["name"], []).append((r["t_s"], r["value"]))
         return out
+
+    def series_of_runs(
+        self, run_ids: Sequence[int], chunk: int = 200
+    ) -> Iterator[tuple[int, dict[str, list[tuple[float, float | None]]]]]:
+        for i in range(0, len(run_ids), chunk):
+            ids = list(run_ids[i : i + chunk])
+            got: dict[int, dict[str, list[tuple[float, float | None]]]] = {r: {} for r in ids}
+            cur = self.conn.cursor()
+            cur.row_factory = None  # plain tuples: millions of rows
+            marks = ",".join("?" * len(ids))
+            cur.execute(
+                f"SELECT run_id, name, t_s, value FROM series WHERE run_id IN ({marks})"
+                " ORDER BY run_id, name, t_s",
+                ids,
+            )
+            for (run_id, name), rows in itertools.groupby(cur, key=lambda r: (r[0], r[1])):
+                got[run_id][name] = [(r[2], r[3]) for r in rows]
+            for r in ids:
+                yield r, got[r]
 
     def checkpoints(self, run_id: int) -> list[sqlite3.Row]:
         return list(
