@@ -12,10 +12,6 @@ from typing import Any
 Series = dict[str, list[tuple[float, float | None]]]
 
 
-def _cell(x: Any) -> str:
-    return "" if x is None else str(x)
-
-
 def csv_line(values: Sequence[Any]) -> str:
     """One CSV line (quoting by the csv module), with its CRLF."""
     buf = io.StringIO()
@@ -32,7 +28,7 @@ def wide(series: Series) -> str:
             row = table.get(t)
             if row is None:
                 row = table[t] = [""] * len(names)
-            row[i] = _cell(v)
+            row[i] = "" if v is None else str(v)
     lines = [csv_line(["t_s", *names])]
     lines.extend(f"{t},{','.join(table[t])}\r\n" for t in sorted(table))
     return "".join(lines)
@@ -40,8 +36,8 @@ def wide(series: Series) -> str:
 
 def long(prefix: Sequence[Any], series: Series) -> str:
     """One line per (series, second): prefix columns, series name, t_s, value."""
-    out = []
+    out: list[str] = []
     for name, points in series.items():
         head = csv_line([*prefix, name])[:-2]
-        out.extend(f"{head},{t},{_cell(v)}\r\n" for t, v in points)
+        out.extend(f"{head},{t},{'' if v is None else v}\r\n" for t, v in points)
     return "".join(out)

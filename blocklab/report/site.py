@@ -416,13 +416,14 @@ def write_experiment(w: Writer, db: ResultsStore, results: Path, exp: Experiment
         return got, ({}, set(), 0, 0) if alone else w.state(), part
 
     tps: Tps = {}
-    with open(long_path, "a", newline="") as long_csv:
+    with open(long_path, "ab") as long_csv:
         for got, state, part in parallel.map_slices(work, len(todo)):
             tps.update(got)
             w.merge(state)
-            with open(part, newline="") as f:
+            with open(part, "rb") as f:
                 shutil.copyfileobj(f, long_csv, 1 << 20)
             part.unlink()
+    w.new.long_csv[exp.slug] = long_path.stat().st_size
     entries = [
         old[r.id] if kept[i] and i < long_from else _entry(r.id, d, tps[r.id])
         for i, (r, d) in enumerate(zip(exp.runs, digests, strict=True))
@@ -460,13 +461,20 @@ def _write_runs(
 
 def _long_csv_start(w: Writer, exp: ExperimentView, digests: list[str]) -> int:
     """How many runs series.csv already holds as they are now: the runs of the last
-    build when they are the first runs now, unchanged; else 0 (written anew)."""
+    build when they are the first runs now, unchanged (the file cut back to the size the
+    last build left); else 0 (written anew)."""
     before = [(e.id, e.digest) for e in w.old.experiments.get(exp.slug, [])]
     now = [(r.id, d) for r, d in zip(exp.runs, digests, strict=True)]
     path = w.out / f"e/{exp.slug}/series.csv"
-    if before and now[: len(before)] == before and path.is_file():
-        return len(before)
-    return 0
+    size = w.old.long_csv.get(exp.slug)
+    if not before or now[: len(before)] != before or size is None or not path.is_file():
+        return 0
+    now_size = path.stat().st_size
+    if now_size < size:
+        return 0
+    if now_size > size:
+        os.truncate(path, size)  # what an interrupted update appended after
+    return len(before)
 
 
 def write_runs_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
@@ -673,7 +681,7 @@ def _t(t: float) -> float | int:
 
 
 def compact(points: list[tuple[float, float | None]]) -> list[tuple[float | int, float | None]]:
-    return [(_t(t), v) for t, v in points]
+    return [(int(t) if float(t).is_integer() else t, v) for t, v in points]
 
 
 def _r(x: float | None) -> float | None:
