@@ -4,16 +4,19 @@ SYNTHETIC data (tests/report_fixture.py)."""
 
 from __future__ import annotations
 
+import csv
 import filecmp
 import hashlib
+import io
 import json
 from pathlib import Path
 
 import pytest
 from report_fixture import add_synthetic_run, write_synthetic_results
 
-from blocklab.report import build_site, site
+from blocklab.report import build_site, csvout, site
 from blocklab.report.manifest import MANIFEST
+from blocklab.store import ResultsDB
 
 NAME = "synthetic-geometry"
 
@@ -112,3 +115,43 @@ def test_new_templates_or_version_rebuild_the_whole_site(tmp_path: Path) -> None
     r = build_site(res, out)
     assert not r.incremental and r.written == r.pages
     assert not build_site(res, out, full=True).incremental
+
+
+def test_bulk_series_read_matches_the_per_run_read(tmp_path: Path) -> None:
+    res = write_synthetic_results(tmp_path / "results", rounds=2, seconds=5)
+    with ResultsDB(res, create=False) as db:
+        ids = [int(r["id"]) for r in db.runs(NAME)]
+        ids = ids[::-1] + ids[:1]  # any order, repeats
+        bulk = list(db.series_of_runs(ids, chunk=4))
+        assert [r for r, _ in bulk] == ids
+        assert all(s == db.series(r) for r, s in bulk)
+        assert any(s == {} for _, s in bulk) and any(s for _, s in bulk)  # the failed run
+
+
+def _csv_module(rows: list[list[object]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    return buf.getvalue()
+
+
+def test_bulk_csv_text_is_what_the_csv_module_writes() -> None:
+    aligned = {
+        "tps": [(0.0, 1.5), (1.0, None), (2.0, 3.0)],
+        "lat": [(0.0, 2.0), (1.0, 0.1), (2.0, 1e-07)],
+    }
+    ragged = {"tps": [(0.0, 1.5), (1.5, None)], "lat": [(0.0, 2.0), (1.0, 0.1), (2.0, 3.0)]}
+    for series in (aligned, ragged, {}):
+        table: dict[float, dict[str, object]] = {}
+        for name, pts in series.items():
+            for t, v in pts:
+                table.setdefault(t, {})[name] = v
+        names = sorted(series)
+        rows: list[list[object]] = [["t_s", *names]]
+        rows += [
+            [t, *("" if table[t].get(n) is None else table[t][n] for n in names)]
+            for t in sorted(table)
+        ]
+        assert csvout.wide(series) == _csv_module(rows)
+    head = ["exp, with comma", 7, "v", 'say "x"', 1]
+    expected = [[*head, n, t, "" if v is None else v] for n, pts in ragged.items() for t, v in pts]
+    assert csvout.long(head, ragged) == _csv_module(expected)

@@ -22,16 +22,22 @@ def csv_line(values: Sequence[Any]) -> str:
 def wide(series: Series) -> str:
     """t_s, then one column per series (sorted), one line per second."""
     names = sorted(series)
+    head = csv_line(["t_s", *names])
+    cols = [series[n] for n in names]
+    ts = [p[0] for p in cols[0]] if cols else []
+    aligned = ts == sorted(ts) and all(len(c) == len(ts) and [p[0] for p in c] == ts for c in cols)
+    if aligned:
+        # the usual case: every series sampled at the same seconds, in order
+        vals = [["" if v is None else str(v) for _, v in c] for c in cols]
+        return head + "".join(f"{t},{','.join(row)}\r\n" for t, *row in zip(ts, *vals, strict=True))
     table: dict[float, list[str]] = {}
-    for i, name in enumerate(names):
-        for t, v in series[name]:
+    for i, points in enumerate(cols):
+        for t, v in points:
             row = table.get(t)
             if row is None:
                 row = table[t] = [""] * len(names)
             row[i] = "" if v is None else str(v)
-    lines = [csv_line(["t_s", *names])]
-    lines.extend(f"{t},{','.join(table[t])}\r\n" for t in sorted(table))
-    return "".join(lines)
+    return head + "".join(f"{t},{','.join(table[t])}\r\n" for t in sorted(table))
 
 
 def long(prefix: Sequence[Any], series: Series) -> str:
