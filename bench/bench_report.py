@@ -1,14 +1,20 @@
 """Report generation at scale: 1,000 runs with 60-second series (SYNTHETIC data).
 
-    .venv/bin/python bench/bench_report.py [--runs 1000] [--seconds 60]
+    .venv/bin/python bench/bench_report.py [--runs 1000] [--experiments 1] [--seconds 60]
+        [--incremental] [--profile]
 
 Writes a temporary results database through ResultsDB (tests/report_fixture.py, made-up
-numbers), generates the site and prints the time and the page weight. Removes it all.
+numbers), generates the site and prints the time and the page weight. With --incremental,
+then records one more run and updates the site (only the pages that changed), and checks
+the update against a full rebuild. Removes it all.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import filecmp
+import pstats
 import shutil
 import sys
 import tempfile
@@ -17,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from report_fixture import write_synthetic_results  # noqa: E402
+from report_fixture import add_synthetic_run, write_synthetic_results  # noqa: E402
 
 from blocklab.report import build_site  # noqa: E402
 
@@ -32,32 +38,80 @@ MATRIX = {
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--experiments", type=int, default=1, help="the runs split among them")
     ap.add_argument("--seconds", type=int, default=60)
+    ap.add_argument("--incremental", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="cProfile the full generation")
     args = ap.parse_args()
     variants = 5 * 4 * 2
-    rounds = max(1, args.runs // variants)
+    rounds = max(1, args.runs // variants // args.experiments)
     tmp = Path(tempfile.mkdtemp(prefix="blocklab-bench-report-"))
     try:
         t0 = time.monotonic()
-        write_synthetic_results(
-            tmp / "results", rounds=rounds, seconds=args.seconds, name="bench", **MATRIX
-        )
-        t1 = time.monotonic()
+        for n in range(args.experiments):
+            write_synthetic_results(
+                tmp / "results",
+                rounds=rounds,
+                seconds=args.seconds,
+                name=f"bench-{n}",
+                seed=n,
+                **MATRIX,
+            )
+        t1, c1 = time.monotonic(), time.process_time()
+        prof = cProfile.Profile() if args.profile else None
+        if prof:
+            prof.enable()
         r = build_site(tmp / "results", tmp / "site")
-        t2 = time.monotonic()
+        if prof:
+            prof.disable()
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+        t2, c2 = time.monotonic(), time.process_time()
         assets = sum(p.stat().st_size for p in (tmp / "site" / "assets").iterdir())
         csv_bytes = sum(p.stat().st_size for p in (tmp / "site").rglob("*.csv"))
-        print(f"runs: {r.runs} ({variants} variants x {rounds} rounds), {args.seconds} s series")
+        print(
+            f"runs: {r.runs} ({args.experiments} experiment(s) x {variants} variants x "
+            f"{rounds} rounds), {args.seconds} s series"
+        )
         print(f"writing the synthetic results DB: {t1 - t0:.1f} s")
-        print(f"generating the report: {t2 - t1:.1f} s")
+        print(f"generating the report: {t2 - t1:.1f} s ({c2 - c1:.1f} s CPU)")
         mean_kb = r.html_bytes / r.pages / 1e3
         print(f"pages: {r.pages}, HTML {r.html_bytes / 1e6:.1f} MB (mean {mean_kb:.0f} kB)")
         print(f"largest page: {r.largest_page} {r.largest_page_bytes / 1e3:.0f} kB")
+        shards = list((tmp / "site").rglob("grid/*.js"))
+        if shards:
+            big = max(p.stat().st_size for p in shards)
+            print(f"grid data scripts: {len(shards)}, largest {big / 1e3:.0f} kB")
         print(f"assets (plotly.min.js, css, js; loaded once): {assets / 1e6:.2f} MB")
         print(f"CSV downloads: {csv_bytes / 1e6:.1f} MB")
         print(f"site total: {r.total_bytes / 1e6:.1f} MB")
+        if args.incremental:
+            incremental(tmp, args.seconds)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def incremental(tmp: Path, seconds: int) -> None:
+    """One more run, then the update; then a full rebuild of the same data to compare."""
+    run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds)
+    t0 = time.monotonic()
+    r = build_site(tmp / "results", tmp / "site")
+    t1 = time.monotonic()
+    print(
+        f"one more run (#{run_id}): update {t1 - t0:.1f} s, {r.written} pages written, "
+        f"{r.kept} kept"
+    )
+    full = build_site(tmp / "results", tmp / "full", full=True)
+    print(f"full rebuild of the same data: {full.elapsed_s:.1f} s")
+    same = filecmp.dircmp(tmp / "site", tmp / "full")
+    print(f"update identical to the full rebuild: {_identical(same)}")
+
+
+def _identical(d: filecmp.dircmp[str]) -> bool:
+    _, mismatch, errors = filecmp.cmpfiles(d.left, d.right, d.common_files, shallow=False)
+    if d.left_only or d.right_only or mismatch or errors:
+        print("differs:", d.left, d.left_only, d.right_only, mismatch, errors)
+        return False
+    return all(_identical(sub) for sub in d.subdirs.values())
 
 
 if __name__ == "__main__":

@@ -11,7 +11,11 @@ from blocklab.paths import Paths
 from blocklab.report import DEFAULT_HOST, SiteResult, build_site, make_server
 from blocklab.store.factory import is_postgres, results_spec
 
-OUT_HELP = "where to write the site (default: RESULTS/report); replaced whole"
+OUT_HELP = (
+    "where to write the site (default: RESULTS/report); a site made by this blocklab version "
+    "is updated (only pages whose results changed are rewritten), anything else replaced whole"
+)
+FULL_HELP = "generate the whole site anew instead of updating the pages that changed"
 
 
 def _dirs(results: str | None, out: Path | None) -> tuple[str, Path]:
@@ -23,8 +27,13 @@ def _dirs(results: str | None, out: Path | None) -> tuple[str, Path]:
 
 
 def _describe(r: SiteResult) -> str:
+    how = (
+        f"updated: wrote {r.written} pages, kept {r.kept}"
+        if r.incremental
+        else f"generated whole: wrote {r.written} pages"
+    )
     return (
-        f"wrote {r.pages} pages for {r.experiments} experiment(s), {r.runs} runs in "
+        f"{how}; {r.pages} pages for {r.experiments} experiment(s), {r.runs} runs in "
         f"{r.elapsed_s:.1f} s: {r.html_bytes / 1e6:.1f} MB of HTML, {r.total_bytes / 1e6:.1f} MB "
         f"in all; largest page {r.largest_page} ({r.largest_page_bytes / 1e3:.0f} kB)"
     )
@@ -33,10 +42,11 @@ def _describe(r: SiteResult) -> str:
 @click.command("report")
 @results_option
 @click.option("--out", type=click.Path(path_type=Path), help=OUT_HELP)
-def report(results: str | None, out: Path | None) -> None:
+@click.option("--full", is_flag=True, help=FULL_HELP)
+def report(results: str | None, out: Path | None, full: bool) -> None:
     """Write the static report site (works offline, from disk)."""
     res, site = _dirs(results, out)
-    r = build_site(res, site)
+    r = build_site(res, site, full=full)
     click.echo(_describe(r))
     click.echo(f"open {site / 'index.html'}")
 

@@ -225,6 +225,13 @@ def _fill_cells(
 
 
 def load_run_detail(db: ResultsStore, run_id: int) -> RunDetail:
+    return run_detail(db, run_id, db.series(run_id))
+
+
+def run_detail(
+    db: ResultsStore, run_id: int, series: dict[str, list[tuple[float, float | None]]]
+) -> RunDetail:
+    """A run's series (read by the caller, in bulk) and its checkpoints."""
     cps = [
         {
             "start_s": c["start_s"],
@@ -236,7 +243,7 @@ def load_run_detail(db: ResultsStore, run_id: int) -> RunDetail:
         }
         for c in db.checkpoints(run_id)
     ]
-    return RunDetail(series=db.series(run_id), checkpoints=cps)
+    return RunDetail(series=series, checkpoints=cps)
 
 
 def raw_source(results: Path, raw_dir: str) -> Path | None:

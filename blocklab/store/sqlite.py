@@ -24,6 +24,10 @@ RESULTS_DB_NAME = "blocklab.sqlite"
 
 
 class ResultsDB:
+    def reopen(self) -> ResultsDB:
+        """The same store on a connection of its own (for a forked worker)."""
+        return ResultsDB(self.directory, create=False)
+
     def __init__(self, directory: Path, *, create: bool = True):
         self.directory = directory
         self.path = directory / RESULTS_DB_NAME
@@ -266,6 +270,33 @@ class ResultsDB:
         ):
             out.setdefault(r["name"], []).append((r["t_s"], r["value"]))
         return out
+
+    def series_of_runs(
+        self, run_ids: Sequence[int], chunk: int = 200
+    ) -> Iterator[tuple[int, dict[str, list[tuple[float, float | None]]]]]:
+        """Two queries per chunk of runs: the points of each (run, series) and all points
+        in that order, as plain tuples cut into lists (no Python work per point). A run's
+        rows are written in one transaction and never change, so the two agree."""
+        for i in range(0, len(run_ids), chunk):
+            ids = list(run_ids[i : i + chunk])
+            got: dict[int, dict[str, list[tuple[float, float | None]]]] = {r: {} for r in ids}
+            cur = self.conn.cursor()
+            cur.row_factory = None
+            where = f"FROM series WHERE run_id IN ({','.join('?' * len(ids))})"
+            counts = cur.execute(
+                f"SELECT run_id, name, count(*) {where} GROUP BY run_id, name"
+                " ORDER BY run_id, name",
+                ids,
+            ).fetchall()
+            points = cur.execute(
+                f"SELECT t_s, value {where} ORDER BY run_id, name, t_s", ids
+            ).fetchall()
+            at = 0
+            for run_id, name, n in counts:
+                got[run_id][name] = points[at : at + n]
+                at += n
+            for r in ids:
+                yield r, got[r]
 
     def checkpoints(self, run_id: int) -> list[sqlite3.Row]:
         return list(

@@ -386,14 +386,36 @@
 
   // ---- grid page -------------------------------------------------------------------
 
-  function initGrid(d) {
+  // Each cell's lines are in a script next to the page (grid/cell-<n>.js) that assigns
+  // window.blocklabGrid[n]: a <script src> loads from file:// where fetch() may not.
+  function loadShard(src, n, done) {
+    const el = document.createElement("script");
+    el.src = src;
+    el.onload = () => done((window.blocklabGrid || {})[n] || []);
+    el.onerror = () => done(null);
+    document.head.appendChild(el);
+  }
+
+  function drawGridCell(div, d, runs) {
+    if (!runs || !runs.length) { emptyMessage(div, runs ? "no run" : "could not load this cell's runs"); return; }
+    const traces = runs.map((r) => ({ type: "scatter", mode: "lines", name: "#" + r.id + " " + r.label,
+      x: r.t, y: r.v, line: { width: 1, color: d.colors[r.label] }, hovertemplate: "#" + r.id + " %{y:.0f} tps<extra></extra>" }));
+    Plotly.newPlot(div, traces, { margin: { l: 40, r: 5, t: 5, b: 25 }, showlegend: false,
+      yaxis: { range: [0, d.ymax] }, xaxis: { range: [d.tmin, d.tmax] } },
+      { displayModeBar: false, responsive: true, staticPlot: false });
+  }
+
+  function initGrid(d, ready) {
     const grid = document.getElementById("grid");
     const xs = d.xs.length ? d.xs : [""];
     const ys = d.ys.length ? d.ys : [""];
     grid.style.gridTemplateColumns = "6em repeat(" + xs.length + ", minmax(220px, 1fr))";
     const head = (t) => { const h = document.createElement("div"); h.className = "head"; h.textContent = t; grid.appendChild(h); };
+    let pending = 1;
+    const finished = () => { pending -= 1; if (!pending) ready(); };
     head((d.y || "") + " \\ " + (d.x || ""));
     xs.forEach((x, j) => head(d.xl[j] !== undefined ? d.xl[j] : x));
+    d.cells.forEach((cell, n) => { cell.n = n; });
     ys.forEach((y, i) => {
       head(d.yl[i] !== undefined ? d.yl[i] : y);
       xs.forEach((x) => {
@@ -411,14 +433,12 @@
         }
         box.appendChild(div);
         grid.appendChild(box);
-        if (!cell || !cell.runs.length) { emptyMessage(div, "no run"); return; }
-        const traces = cell.runs.map((r) => ({ type: "scatter", mode: "lines", name: "#" + r.id + " " + r.label,
-          x: r.t, y: r.v, line: { width: 1, color: d.colors[r.label] }, hovertemplate: "#" + r.id + " %{y:.0f} tps<extra></extra>" }));
-        Plotly.newPlot(div, traces, { margin: { l: 40, r: 5, t: 5, b: 25 }, showlegend: false,
-          yaxis: { range: [0, d.ymax] }, xaxis: { range: [d.tmin, d.tmax] } },
-          { displayModeBar: false, responsive: true, staticPlot: false });
+        if (!cell || !cell.src) { emptyMessage(div, "no run"); return; }
+        pending += 1;
+        loadShard(cell.src, cell.n, (runs) => { drawGridCell(div, d, runs); finished(); });
       });
     });
+    finished();
   }
 
   // ---- device profiles: value against request size, log axes -----------------------
@@ -448,7 +468,8 @@
     if (!d || typeof Plotly === "undefined") return;
     const init = { experiment: initExperiment, compare: initCompare, run: initRun, grid: initGrid,
       devices: initDevices }[page];
-    if (init) init(d);
-    document.body.dataset.ready = "1";
+    const ready = () => { document.body.dataset.ready = "1"; };
+    if (init === initGrid) initGrid(d, ready);
+    else { if (init) init(d); ready(); }
   });
 })();

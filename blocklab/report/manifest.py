@@ -1,0 +1,93 @@
+"""What a generated site was built from, so `blocklab report` rewrites only what changed.
+
+The manifest (.blocklab-manifest.json in the site) holds the site version (blocklab's
+version and a digest of the templates and static files: either changing forces a full
+rebuild), and per experiment the digest of each run's inputs in page order, with the few
+numbers of a run the experiment's pages need without reading its series (tps range).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from blocklab import __version__
+
+MANIFEST = ".blocklab-manifest.json"
+
+
+def digest(value: Any) -> str:
+    """A stable digest of a JSON-able value (keys sorted; non-JSON values as str)."""
+    text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def site_version() -> str:
+    """blocklab's version and a digest of every template and static file of the report."""
+    h = hashlib.sha256(__version__.encode())
+    root = resources.files("blocklab.report")
+    for folder in ("templates", "static"):
+        for item in sorted(root.joinpath(folder).iterdir(), key=lambda p: p.name):
+            if item.is_file():
+                h.update(item.name.encode())
+                h.update(item.read_bytes())
+    return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+@dataclass
+class RunEntry:
+    """One run as the experiment pages see it: its input digest and tps range."""
+
+    id: int
+    digest: str
+    tps_max: float | None = None
+    t_min: float | None = None
+    t_max: float | None = None
+
+    def as_list(self) -> list[Any]:
+        return [self.id, self.digest, self.tps_max, self.t_min, self.t_max]
+
+
+@dataclass
+class Manifest:
+    version: str
+    experiments: dict[str, list[RunEntry]] = field(default_factory=dict)  # slug -> runs
+    cells: dict[str, str] = field(default_factory=dict)  # grid shard path -> digest
+    long_csv: dict[str, int] = field(default_factory=dict)  # slug -> bytes of series.csv
+    pages: dict[str, int] = field(default_factory=dict)  # every HTML page -> bytes
+
+    def runs_of(self, slug: str) -> dict[int, RunEntry]:
+        return {r.id: r for r in self.experiments.get(slug, [])}
+
+    def save(self, site: Path) -> None:
+        body = {
+            "version": self.version,
+            "experiments": {
+                k: [r.as_list() for r in v] for k, v in sorted(self.experiments.items())
+            },
+            "cells": dict(sorted(self.cells.items())),
+            "long_csv": dict(sorted(self.long_csv.items())),
+            "pages": dict(sorted(self.pages.items())),
+        }
+        (site / MANIFEST).write_text(json.dumps(body, separators=(",", ":")) + "\n")
+
+
+def load(site: Path) -> Manifest | None:
+    """The manifest of a site, or None when there is none or it is unreadable."""
+    try:
+        body = json.loads((site / MANIFEST).read_text())
+        return Manifest(
+            version=body["version"],
+            experiments={
+                k: [RunEntry(*r) for r in v] for k, v in body.get("experiments", {}).items()
+            },
+            cells=dict(body.get("cells", {})),
+            long_csv={k: int(v) for k, v in body.get("long_csv", {}).items()},
+            pages={k: int(v) for k, v in body.get("pages", {}).items()},
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,46 @@
+"""Work on contiguous slices of a list in forked worker processes (the report's run pages:
+thousands of pages, each rendered in Python, on every core). The work is a closure the
+children inherit by fork; only slice bounds and results cross between processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from typing import Any
+
+MAX_WORKERS = 8
+_WORK: Callable[[int, int, int], Any] | None = None
+
+
+def workers() -> int:
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+
+
+def slices(n_items: int, n: int) -> list[tuple[int, int, int]]:
+    """(k, lo, hi): n contiguous slices covering range(n_items), in order."""
+    n = max(1, min(n, n_items))
+    bounds = [n_items * k // n for k in range(n + 1)]
+    return [(k, bounds[k], bounds[k + 1]) for k in range(n)]
+
+
+def _call(args: tuple[int, int, int]) -> Any:
+    assert _WORK is not None
+    return _WORK(*args)
+
+
+def map_slices(
+    work: Callable[[int, int, int], Any], n_items: int, *, min_per_worker: int = 200
+) -> list[Any]:
+    """work(k, lo, hi) for contiguous slices of range(n_items), results in slice order;
+    in forked processes when there are cores and items enough, else here."""
+    global _WORK
+    n = min(workers(), n_items // min_per_worker)
+    if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [work(*s) for s in slices(n_items, 1)] if n_items else []
+    _WORK = work
+    try:
+        with multiprocessing.get_context("fork").Pool(n) as pool:
+            return pool.map(_call, slices(n_items, n))
+    finally:
+        _WORK = None

@@ -1,0 +1,157 @@
+"""The report at scale: pages stay bounded as runs grow, and an update after one more run
+rewrites only the pages that run changes, giving the same bytes as a full rebuild.
+SYNTHETIC data (tests/report_fixture.py)."""
+
+from __future__ import annotations
+
+import csv
+import filecmp
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+from report_fixture import add_synthetic_run, write_synthetic_results
+
+from blocklab.report import build_site, csvout, site
+from blocklab.report.manifest import MANIFEST
+from blocklab.store import ResultsDB
+
+NAME = "synthetic-geometry"
+
+
+def _largest_page(out: Path) -> tuple[str, int]:
+    return max(
+        ((str(p.relative_to(out)), p.stat().st_size) for p in out.rglob("*.html")),
+        key=lambda kv: kv[1],
+    )
+
+
+def _snapshot(out: Path) -> dict[str, tuple[int, str]]:
+    """Every file: (mtime_ns, sha256)."""
+    return {
+        str(p.relative_to(out)): (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in out.rglob("*")
+        if p.is_file()
+    }
+
+
+def _same_tree(a: Path, b: Path) -> list[str]:
+    """Paths that differ between two directory trees (content compared)."""
+    diff: list[str] = []
+
+    def walk(d: filecmp.dircmp[str], rel: str) -> None:
+        _, mismatch, errors = filecmp.cmpfiles(d.left, d.right, d.common_files, shallow=False)
+        diff.extend(f"{rel}{n}" for n in [*d.left_only, *d.right_only, *mismatch, *errors])
+        for name, sub in d.subdirs.items():
+            walk(sub, f"{rel}{name}/")
+
+    walk(filecmp.dircmp(a, b), "")
+    return diff
+
+
+def test_pages_stay_bounded_as_runs_grow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 20 runs per page stands for the 500 of a real site: 120 runs here are 6 pages,
+    # as 3,000 runs are at 500 a page.
+    monkeypatch.setattr(site, "RUNS_PER_PAGE", 20)
+    sizes = {}
+    for rounds in (10, 20):
+        res = write_synthetic_results(tmp_path / f"r{rounds}", rounds=rounds, seconds=10)
+        r = build_site(res, tmp_path / f"s{rounds}")
+        assert r.runs == 6 * rounds
+        sizes[rounds] = _largest_page(tmp_path / f"s{rounds}")
+        assert (r.largest_page, r.largest_page_bytes) == sizes[rounds]
+    (_, small), (_, large) = sizes[10], sizes[20]
+    assert large <= small * 1.05 + 2_000, sizes  # twice the runs, no bigger pages
+    assert large < 1_000_000
+    runs_pages = sorted(p.name for p in (tmp_path / "s20" / "e" / NAME).glob("runs-*.html"))
+    assert len(runs_pages) == 6
+    grid = (tmp_path / "s20" / "e" / NAME / "grid.html").read_text()
+    assert '"src":"grid/cell-0.js"' in grid and '"v":[' not in grid  # no series in the page
+
+
+def test_one_more_run_rewrites_only_its_pages_and_matches_a_full_rebuild(
+    tmp_path: Path,
+) -> None:
+    res = write_synthetic_results(tmp_path / "results", rounds=3, seconds=10)
+    write_synthetic_results(res, name="other", rounds=2, seconds=10, seed=3)
+    out = tmp_path / "site"
+    first = build_site(res, out)
+    assert not first.incremental and first.written == first.pages
+    before = _snapshot(out)
+    run_id = add_synthetic_run(res, NAME, seconds=10)
+    with open(out / "e" / NAME / "series.csv", "a") as f:
+        f.write("half,of,an,interrupted,update\r\n")  # cut away before appending
+
+    r = build_site(res, out)
+    assert r.incremental and r.written + r.kept == r.pages
+    after = _snapshot(out)
+    changed = {k for k in after if before.get(k) != after[k]}
+    base = f"e/{NAME}"
+    new_run = {f"{base}/runs/{run_id}.html", f"{base}/runs/{run_id}-series.csv"}
+    new_run |= {k for k in after if k.startswith(f"{base}/runs/{run_id}-raw/")}
+    expected_pages = {"index.html", "compare.html", f"{base}/index.html", f"{base}/grid.html"}
+    csvs = {f"{base}/runs.csv", f"{base}/series.csv"}
+    cells = {k for k in changed if k.startswith(f"{base}/grid/")}
+    assert len(cells) == 1  # the new run's cell only
+    assert changed == new_run | expected_pages | csvs | cells | {MANIFEST}
+    assert r.written == len({k for k in changed if k.endswith(".html")})
+    assert not any(k.startswith("e/other/") for k in changed)
+
+    full = build_site(res, tmp_path / "full", full=True)
+    assert not full.incremental and full.pages == r.pages
+    assert _same_tree(out, tmp_path / "full") == []
+
+
+def test_new_templates_or_version_rebuild_the_whole_site(tmp_path: Path) -> None:
+    res = write_synthetic_results(tmp_path / "results", rounds=2, seconds=10)
+    out = tmp_path / "site"
+    build_site(res, out)
+    assert build_site(res, out).incremental
+    body = json.loads((out / MANIFEST).read_text())
+    body["version"] = "0.0.1+oldtemplates"
+    (out / MANIFEST).write_text(json.dumps(body))
+    r = build_site(res, out)
+    assert not r.incremental and r.written == r.pages
+    assert not build_site(res, out, full=True).incremental
+
+
+def test_bulk_series_read_matches_the_per_run_read(tmp_path: Path) -> None:
+    res = write_synthetic_results(tmp_path / "results", rounds=2, seconds=5)
+    with ResultsDB(res, create=False) as db:
+        ids = [int(r["id"]) for r in db.runs(NAME)]
+        ids = ids[::-1] + ids[:1]  # any order, repeats
+        bulk = list(db.series_of_runs(ids, chunk=4))
+        assert [r for r, _ in bulk] == ids
+        assert all(s == db.series(r) for r, s in bulk)
+        assert any(s == {} for _, s in bulk) and any(s for _, s in bulk)  # the failed run
+
+
+def _csv_module(rows: list[list[object]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    return buf.getvalue()
+
+
+def test_bulk_csv_text_is_what_the_csv_module_writes() -> None:
+    aligned = {
+        "tps": [(0.0, 1.5), (1.0, None), (2.0, 3.0)],
+        "lat": [(0.0, 2.0), (1.0, 0.1), (2.0, 1e-07)],
+    }
+    ragged = {"tps": [(0.0, 1.5), (1.5, None)], "lat": [(0.0, 2.0), (1.0, 0.1), (2.0, 3.0)]}
+    for series in (aligned, ragged, {}):
+        table: dict[float, dict[str, object]] = {}
+        for name, pts in series.items():
+            for t, v in pts:
+                table.setdefault(t, {})[name] = v
+        names = sorted(series)
+        rows: list[list[object]] = [["t_s", *names]]
+        rows += [
+            [t, *("" if table[t].get(n) is None else table[t][n] for n in names)]
+            for t in sorted(table)
+        ]
+        assert csvout.wide(series) == _csv_module(rows)
+    head = ["exp, with comma", 7, "v", 'say "x"', 1]
+    expected = [[*head, n, t, "" if v is None else v] for n, pts in ragged.items() for t, v in pts]
+    assert csvout.long(head, ragged) == _csv_module(expected)
