@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg.rows import RowMaker
+from psycopg.rows import RowMaker, tuple_row
 
 from blocklab.errors import UserError
 from blocklab.store.sqlite import MIGRATIONS, SCHEMA_VERSION, ResultsDB
@@ -71,6 +71,11 @@ class _Conn:
 
 
 class PostgresStore(ResultsDB):
+    def _tuples(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        with self._pg.cursor(row_factory=tuple_row) as cur:
+            cur.execute(sql.replace("?", "%s"), params)
+            return cur.fetchall()
+
     def reopen(self) -> PostgresStore:
         """The same store on a connection of its own (for a forked worker)."""
         return PostgresStore(self.target, self.directory)
@@ -84,6 +89,7 @@ class PostgresStore(ResultsDB):
             )
         except psycopg.OperationalError as e:  # libpq's messages never hold the password
             raise UserError(f"--results: cannot connect to {target.display}: {e}") from None
+        self._pg = pg
         self.conn = _Conn(pg)  # type: ignore[assignment]
         try:
             self._migrate()

@@ -271,6 +271,12 @@ class ResultsDB:
             out.setdefault(r["name"], []).append((r["t_s"], r["value"]))
         return out
 
+    def _tuples(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """The rows of a query as plain tuples (no per-row Python work)."""
+        cur = self.conn.cursor()
+        cur.row_factory = None
+        return cur.execute(sql, params).fetchall()
+
     def series_of_runs(
         self, run_ids: Sequence[int], chunk: int = 200
     ) -> Iterator[tuple[int, dict[str, list[tuple[float, float | None]]]]]:
@@ -280,17 +286,13 @@ class ResultsDB:
         for i in range(0, len(run_ids), chunk):
             ids = list(run_ids[i : i + chunk])
             got: dict[int, dict[str, list[tuple[float, float | None]]]] = {r: {} for r in ids}
-            cur = self.conn.cursor()
-            cur.row_factory = None
             where = f"FROM series WHERE run_id IN ({','.join('?' * len(ids))})"
-            counts = cur.execute(
+            counts = self._tuples(
                 f"SELECT run_id, name, count(*) {where} GROUP BY run_id, name"
                 " ORDER BY run_id, name",
                 ids,
-            ).fetchall()
-            points = cur.execute(
-                f"SELECT t_s, value {where} ORDER BY run_id, name, t_s", ids
-            ).fetchall()
+            )
+            points = self._tuples(f"SELECT t_s, value {where} ORDER BY run_id, name, t_s", ids)
             at = 0
             for run_id, name, n in counts:
                 got[run_id][name] = points[at : at + n]
