@@ -4,6 +4,7 @@ in its UserError ("matrix.clients[1]: 0 is out of range; allowed: 1..10000")."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ import pydantic
 
 from blocklab.errors import UserError
 
-SIZE_RE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$")
+SIZE_RE = re.compile(r"^\s*(\d{1,18})\s*([A-Za-z]*)\s*$")  # 18 digits: an int64 and more
 SIZE_UNITS = {
     "": 1,
     "b": 1,
@@ -74,6 +75,8 @@ def _range(lo: int | None, hi: int | None) -> str:
 def number(value: Any, path: str, *, positive: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise fail(path, f"expected a number, got {show(value)}")
+    if not math.isfinite(value):
+        raise fail(path, f"{value} is not a finite number")
     if positive and value <= 0:
         raise fail(path, f"{value} must be positive", "> 0")
     return float(value)
@@ -138,6 +141,8 @@ def resolve(path_text: str, base: Path, path: str, what: str) -> str:
 def guc_value(value: Any, path: str) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
+    if isinstance(value, str) and any(c in value for c in "\n\r\x00"):
+        raise fail(path, "contains a line break or NUL: a setting value is one line of text")
     if isinstance(value, int | float | str):
         return str(value)
     raise fail(path, f"expected a string, number or boolean, got {show(value)}")
