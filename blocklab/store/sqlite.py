@@ -23,6 +23,42 @@ MIGRATIONS = {2: "schema_v2_device_profiles.sql"}
 RESULTS_DB_NAME = "blocklab.sqlite"
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_existing(path: Path) -> None:
+    """Refuse, before anything writes, a file that is not a blocklab results database of
+    a version this blocklab knows: random bytes, another application's SQLite file, or a
+    newer schema. An absent or empty file is a new database."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb") as f:
+        if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            raise UserError(f"--results: {path} is not a SQLite database; nothing was changed")
+    try:
+        ro = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=30.0)
+        try:
+            tables = {r[0] for r in ro.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            found = None
+            if "schema_version" in tables:
+                found = ro.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+        finally:
+            ro.close()
+    except sqlite3.DatabaseError as e:
+        raise UserError(f"--results: {path} cannot be read as a database ({e})") from None
+    if tables and not {"schema_version", "experiments"} <= tables:
+        shown = ", ".join(sorted(tables)[:8])
+        raise UserError(
+            f"--results: {path} is not a blocklab results database (its tables: {shown}); "
+            "nothing was changed"
+        )
+    if found is not None and found > SCHEMA_VERSION:
+        raise UserError(
+            f"--results: {path} has schema version {found}; this blocklab knows up to "
+            f"{SCHEMA_VERSION}. Upgrade blocklab; nothing was changed."
+        )
+
+
 class ResultsDB:
     def reopen(self) -> ResultsDB:
         """The same store on a connection of its own (for a forked worker)."""
@@ -37,6 +73,7 @@ class ResultsDB:
                 "(run an experiment first, or point --results at a results directory)"
             )
         directory.mkdir(parents=True, exist_ok=True)
+        check_existing(self.path)
         self.conn = sqlite3.connect(self.path, timeout=30.0)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA foreign_keys = ON")
