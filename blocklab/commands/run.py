@@ -155,6 +155,9 @@ def _execute(
         err.print(f"released what a killed blocklab left behind: {line}")
     progress = QuietProgress(err) if quiet else BarProgress(err)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    # A shell starts background jobs with SIGINT ignored, and Python then installs no
+    # handler: Ctrl-C (or a SIGINT by PID) must interrupt a run wherever it was started.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     db = open_results(results)
     try:
         variants = register(db, exp, host_facts())
@@ -175,6 +178,7 @@ def _execute(
     finally:
         progress.close()
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         db.close()
 
 
