@@ -98,16 +98,7 @@ class ResultsDB:
         self.close()
 
     def _migrate(self) -> None:
-        row = self.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name='schema_version'"
-        ).fetchone()
-        if row is not None:
-            found = self.conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
-            if found is not None and found > SCHEMA_VERSION:
-                raise UserError(
-                    f"--results: {self.path} has schema version {found}; this blocklab "
-                    f"knows up to {SCHEMA_VERSION}. Upgrade blocklab."
-                )
+        """Create or upgrade the schema (check_existing() already refused a newer one)."""
         ddl = resources.files("blocklab.store").joinpath("schema.sql").read_text()
         self.conn.executescript(ddl)
         if self.conn.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 0:
