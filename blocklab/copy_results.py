@@ -1,6 +1,6 @@
 """Copy stored experiments from one results store into another (blocklab export --to):
 experiments, variants, rounds and every run not yet there, each run in one transaction.
-A run is known by (experiment, variant, round), which both back ends keep unique, so a
+A run is known by (experiment, host, variant, round, copy), which both back ends keep unique, so a
 second copy finds everything there and copies nothing. Raw files stay where they are;
 the destination records their absolute path."""
 
@@ -31,9 +31,9 @@ def copy_results(src: ResultsStore, dest: ResultsStore, experiment: str | None) 
     counts = CopyCounts()
     for name in names:
         _copy_experiment(src, dest, src.experiment(name))
-        done = dest.done_keys(name)
+        done = {h: dest.run_keys(name, h) for h in {r["host"] for r in src.runs(name)}}
         for row in src.runs(name):
-            if (row["variant_id"], row["round"]) in done:
+            if (row["variant_id"], row["round"], row["copy_index"]) in done[row["host"]]:
                 counts.skipped += 1
             else:
                 dest.record_run(_record(src, dest, row))

@@ -56,6 +56,16 @@ def pg18_8k(paths: Paths):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
+def pg18_demo_4k(paths: Paths):  # type: ignore[no-untyped-def]
+    """The demo's other build: 4 kB pages, 8 kB WAL blocks (cached). Tests that run
+    `blocklab run` on the demo under a timeout ask for it, so the run never builds."""
+    from blocklab.build import ensure_build
+    from blocklab.model import BuildRequest
+
+    return ensure_build(BuildRequest(pg="18", block_size_kb=4, wal_block_size_kb=8), paths)
+
+
+@pytest.fixture(scope="session")
 def pg15_system():  # type: ignore[no-untyped-def]
     """Debian's packaged PostgreSQL 15 binaries (installed by `make setup`)."""
     from blocklab.installation import Installation

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -160,8 +161,17 @@ def _v1_sqlite(directory: Path) -> None:
     conn.execute(
         "INSERT INTO experiments (name, spec_json, seed, created_at) VALUES ('old','{}',1,'t')"
     )
+    conn.execute(V1_RUN)
+    conn.execute("INSERT INTO metrics VALUES (7, 'wal_bytes', 1024)")
     conn.commit()
     conn.close()
+
+
+# a run as version 1 stored it (before host and copy_index)
+V1_RUN = (
+    "INSERT INTO runs (id, experiment, variant_id, round, position, status, started_at,"
+    " ended_at, tps) VALUES (7, 'old', 'a', 1, 0, 'ok', 't0', 't1', 100.5)"
+)
 
 
 def _v1_postgres(uri: str) -> None:
@@ -172,6 +182,8 @@ def _v1_postgres(uri: str) -> None:
         conn.execute(
             "INSERT INTO experiments (name, spec_json, seed, created_at) VALUES ('old','{}',1,'t')"
         )
+        conn.execute(V1_RUN)
+        conn.execute("INSERT INTO metrics VALUES (7, 'wal_bytes', 1024)")
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
@@ -187,6 +199,19 @@ def test_migration_from_version_1(
     with open_store(spec, create=False) as db:
         assert [r["name"] for r in db.experiments()] == ["old"]  # data kept
         assert db.device_profiles() == []  # version 2's tables exist
+        # version 3: the old run keeps its id, numbers and metrics, on host "" copy 0
+        (run,) = db.runs("old")
+        assert (run["id"], run["tps"], run["host"], run["copy_index"]) == (7, 100.5, "", 0)
+        assert db.metrics(7) == {"wal_bytes": 1024}
+        assert db.run_keys("old") == {("a", 1, 0)}
+        # the identity is (experiment, host, variant, round, copy): other hosts and copies
+        # of the same variant and round are new runs, the same key twice is refused
+        db.record_run(replace(_run("a", 1), experiment="old", host="h2"))
+        db.record_run(replace(_run("a", 1), experiment="old", copy_index=1))
+        assert db.run_keys("old", "h2") == {("a", 1, 0)}
+        assert db.done_keys("old") == {("a", 1)}
+        with pytest.raises(Exception, match="(?i)unique"):
+            db.record_run(replace(_run("a", 1), experiment="old", host="h2"))
     with open_store(spec, create=False) as db:  # opening again changes nothing
         conn: Any = getattr(db, "conn")  # noqa: B009  (both back ends' connection)
         versions = [r["version"] for r in conn.execute("SELECT version FROM schema_version")]
@@ -296,7 +321,11 @@ def test_remote_plain_tcp_refused_by_the_cli() -> None:
 @pytest.mark.build
 @pytest.mark.root
 def test_demo_runs_into_postgres(
-    pg_server: Cluster, pg_uri: str, tmp_path: Path, pg18_4k: Installation, pg18_8k: Installation
+    pg_server: Cluster,
+    pg_uri: str,
+    tmp_path: Path,
+    pg18_demo_4k: Installation,
+    pg18_8k: Installation,
 ) -> None:
     """The tiny demo end to end into a password-protected PostgreSQL results database:
     every run stored, its raw files where runs.raw_dir says, the password nowhere."""

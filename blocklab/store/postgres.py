@@ -37,8 +37,11 @@ MIGRATION_LOCK = 0x626C6B6C  # advisory lock: one host migrates, the others wait
 
 
 def pg_ddl(name: str) -> str:
-    """The DDL file `name` (blocklab/store) in PostgreSQL's types."""
-    ddl = resources.files("blocklab.store").joinpath(name).read_text()
+    """The DDL file `name` (blocklab/store) in PostgreSQL's types: its `.pg.sql` twin
+    where a migration needs other statements on PostgreSQL."""
+    files = resources.files("blocklab.store")
+    twin = files.joinpath(name.removesuffix(".sql") + ".pg.sql")
+    ddl = (twin if twin.is_file() else files.joinpath(name)).read_text()
     for pattern, replacement in PG_TYPES:
         ddl = pattern.sub(replacement, ddl)
     return ddl
@@ -126,7 +129,11 @@ class PostgresStore(ResultsDB):
             for version, name in sorted(steps.items()):
                 if version > (found or 0):
                     c.pg.execute(pg_ddl(name).encode())
-                    c.execute("INSERT INTO schema_version VALUES (?)", (version,))
+                    c.execute(
+                        "INSERT INTO schema_version SELECT CAST(? AS INTEGER)"
+                        " WHERE NOT EXISTS (SELECT 1 FROM schema_version WHERE version = ?)",
+                        (version, version),
+                    )
 
     @contextmanager
     def tx(self) -> Iterator[Any]:

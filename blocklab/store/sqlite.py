@@ -14,12 +14,14 @@ from typing import Any
 from blocklab.errors import UserError
 from blocklab.store.base import POINT_COLUMNS, DevicePoint, DeviceProfileHead, RunRecord
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # a device point measured again replaces these columns of the stored one
 POINT_UPDATED = ("status", "reason", *POINT_COLUMNS, "command", "fio_json")
 # Later versions: version -> DDL file (in blocklab/store) applied on the way up from
-# schema.sql (version 1). Each file only adds (CREATE ... IF NOT EXISTS).
-MIGRATIONS = {2: "schema_v2_device_profiles.sql"}
+# schema.sql (version 1). A file either only adds (CREATE ... IF NOT EXISTS) or carries its
+# own transaction with the version row inside it (v3 rebuilds runs). PostgreSQL uses
+# `<stem>.pg.sql` where one exists (store/postgres.py).
+MIGRATIONS = {2: "schema_v2_device_profiles.sql", 3: "schema_v3_run_identity.sql"}
 RESULTS_DB_NAME = "blocklab.sqlite"
 
 
@@ -113,7 +115,11 @@ class ResultsDB:
                 ddl = resources.files("blocklab.store").joinpath(name).read_text()
                 self.conn.executescript(ddl)
                 with self.tx():
-                    self.conn.execute("INSERT INTO schema_version VALUES (?)", (version,))
+                    self.conn.execute(
+                        "INSERT INTO schema_version SELECT CAST(? AS INTEGER)"
+                        " WHERE NOT EXISTS (SELECT 1 FROM schema_version WHERE version = ?)",
+                        (version, version),
+                    )
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
@@ -229,8 +235,9 @@ class ResultsDB:
             cur = c.execute(
                 "INSERT INTO runs (experiment, variant_id, round, position, status, reason,"
                 " started_at, ended_at, tps, latency_avg_ms, latency_stddev_ms, transactions,"
-                " failed_transactions, exit_code, command, raw_dir, settings_json, provenance_json)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                " failed_transactions, exit_code, command, raw_dir, settings_json, provenance_json,"
+                " host, copy_index)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
                 run_values(r),
             )
             run_id = int(cur.fetchone()["id"])
@@ -263,12 +270,19 @@ class ResultsDB:
             raise UserError(f"no run with id {run_id} in {self.location}")
         return row
 
-    def done_keys(self, experiment: str) -> set[tuple[str, int]]:
-        """(variant_id, round) of every stored run, ok or failed: resume skips these."""
+    def done_keys(self, experiment: str, host: str = "") -> set[tuple[str, int]]:
+        """(variant_id, round) of every run stored for `host`, ok or failed: resume skips
+        these."""
+        return {(vid, rnd) for (vid, rnd, _copy) in self.run_keys(experiment, host)}
+
+    def run_keys(self, experiment: str, host: str = "") -> set[tuple[str, int, int]]:
+        """(variant_id, round, copy_index) of every run stored for `host`: the database
+        keeps (experiment, host, variant_id, round, copy_index) unique."""
         return {
-            (r["variant_id"], r["round"])
+            (r["variant_id"], r["round"], r["copy_index"])
             for r in self.conn.execute(
-                "SELECT variant_id, round FROM runs WHERE experiment=?", (experiment,)
+                "SELECT variant_id, round, copy_index FROM runs WHERE experiment=? AND host=?",
+                (experiment, host),
             )
         }
 
@@ -433,6 +447,8 @@ def run_values(r: RunRecord) -> tuple[Any, ...]:
         r.raw_dir,
         json.dumps(r.settings, sort_keys=True, default=str),
         json.dumps(r.provenance, sort_keys=True, default=str),
+        r.host,
+        r.copy_index,
     )
 
 
