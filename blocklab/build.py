@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from blocklab import proc, settings_catalogue, sources
+from blocklab import faults, proc, settings_catalogue, sources
 from blocklab.errors import BuildError, CommandError, UserError
 from blocklab.installation import MANIFEST_NAME, Installation
 from blocklab.model import BuildRequest
@@ -171,6 +171,7 @@ def ensure_build(req: BuildRequest, paths: Paths, *, log: Log = print) -> Instal
         log(f"waiting for another blocklab process that is building {key}")
 
     with sources.file_lock(paths.builds / f".{key}.lock", on_wait=waiting):
+        faults.step("build")
         if is_complete(prefix):  # another process built it while we waited
             return Installation.from_manifest(prefix)
         if prefix.exists():

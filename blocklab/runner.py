@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from blocklab import dataset, probes, settings_policy
+from blocklab import dataset, faults, probes, settings_policy
 from blocklab.cluster import Cluster
 from blocklab.errors import BlocklabError, CommandError, UserError
 from blocklab.model import Variant
@@ -127,6 +127,7 @@ class _Acc:
     probe: ProbeResultLike | None = None
     workload_s: float = 0.0
     footprint: dict[str, Any] = field(default_factory=dict)  # blocklab.footprint.measure()
+    no_space: str = ""  # "no space left on DEVICE (...)" when a volume filled up
 
     def timed(self, name: str, t0: float) -> None:
         self.phases_s[name] = round(time.monotonic() - t0, 6)
@@ -157,6 +158,7 @@ def run_one(
     finally:
         _shutdown(target.cluster, acc)
         _copy_server_log(target.cluster.log_path, log_offset, raw_dir / "server.log")
+    acc.no_space = no_space_on(target, _read(raw_dir / "server.log") + acc.stderr + acc.reason)
     if acc.exit_code == 0 and not acc.reason:
         _footprint(target, acc)
     return _record(target, label, acc, started_at, now_iso())
@@ -233,6 +235,7 @@ def _restore(target: RunTarget, acc: _Acc) -> None:
     c = target.cluster
     c.stop()
     t0 = time.monotonic()
+    faults.step("restore")
     restored = dataset.restore(target.snapshot, c.data_dir, c.wal_dir)
     acc.phases_s["restore_s"] = round(restored.restore_s, 6)
     acc.phases_s["restore_sync_s"] = round(restored.sync_s, 6)
@@ -271,6 +274,7 @@ def _warmup(target: RunTarget, acc: _Acc) -> bool:
     c, w, driver = target.cluster, target.variant.workload, target.driver
     argv = driver.command(c.inst, endpoint(c), w, raw_dir=None, duration_s=w.warmup_s)
     t0 = time.monotonic()
+    faults.step("warmup")
     res = run_command(argv, check=False, timeout_s=w.warmup_s + WORKLOAD_GRACE_S)
     acc.timed("warmup_s", t0)
     _save(acc.raw_dir, "warmup", argv, res.stdout, res.stderr, res.returncode)
@@ -302,6 +306,7 @@ def _begin_probes(
 
 def _end_probes(target: RunTarget, started: Instrumentation, acc: _Acc) -> None:
     result = target.driver.parse(acc.stdout, acc.stderr)
+    faults.step("probes")
     try:
         acc.probe = started.end(result.transactions or 0, acc.workload_s)
     except Exception as e:  # a probe must not cost the run; the failure is recorded
@@ -313,6 +318,7 @@ def _measure(target: RunTarget, acc: _Acc) -> None:
     acc.argv = driver.command(c.inst, endpoint(c), w, raw_dir=acc.raw_dir)
     (acc.raw_dir / f"{driver.name}.argv").write_text(shlex.join(acc.argv) + "\n")
     t0 = time.monotonic()
+    faults.step("measure")
     try:
         res = run_command(acc.argv, check=False, timeout_s=w.duration_s + WORKLOAD_GRACE_S)
     except CommandError as e:  # timed out
@@ -342,6 +348,33 @@ def _shutdown(c: Cluster, acc: _Acc) -> None:
     acc.provenance["server_stop"] = "clean" if clean else "killed after timeout"
 
 
+ENOSPC_TEXT = "No space left on device"
+NO_SPACE_PREFIX = "no space left on "
+SERVER_START_FAILED = "the server did not start"
+
+
+def no_space_on(target: RunTarget, text: str) -> str:
+    """'no space left on DEVICE (mounted at M, the data volume)' when the server or the
+    workload said ENOSPC; which volume from the file named on that line (pg_wal goes to
+    the WAL volume when there is one). '' when nothing said so."""
+    lines = [ln for ln in text.splitlines() if ENOSPC_TEXT in ln]
+    if not lines:
+        return ""
+    facts = target.storage_facts
+    role = "wal" if "wal" in facts and any("pg_wal" in ln for ln in lines) else "data"
+    vol = facts.get(role, {})
+    device = vol.get("device") or "?"
+    where = vol.get("mount_point") or vol.get("path") or str(target.cluster.data_dir)
+    return f"{NO_SPACE_PREFIX}{device} (mounted at {where}, the {role} volume): {lines[0].strip()}"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -369,7 +402,7 @@ def _record(
     measured = ""
     if acc.exit_code is not None:  # the measured execution ran: its verdict comes first
         measured = driver.verdict(acc.exit_code, result, server_alive=acc.server_alive)
-    reason = "; ".join(r for r in (measured, acc.reason) if r)
+    reason = "; ".join(r for r in (acc.no_space, measured, acc.reason) if r)
     rec = RunRecord(
         experiment=label.experiment,
         variant_id=target.variant.variant_id,

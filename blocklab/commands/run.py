@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 from pathlib import Path
@@ -141,6 +142,7 @@ def run_cmd(
 def _execute(
     exp: Experiment, paths: Paths, results: str | None, rule: StoppingRule, quiet: bool
 ) -> tuple[Outcome, list[DatasetInfo]]:
+    from blocklab import run_lock
     from blocklab.experiment import Loop, register
     from blocklab.host import host_facts
     from blocklab.lab import Lab
@@ -150,6 +152,7 @@ def _execute(
     from blocklab.store.factory import open_results
 
     err = console(stderr=True)
+    stack = contextlib.ExitStack()
     state = State(paths.state_file)
     for line in release_all(state, only_dead_owners=True):
         err.print(f"released what a killed blocklab left behind: {line}")
@@ -160,6 +163,7 @@ def _execute(
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     db = open_results(results)
     try:
+        stack.enter_context(run_lock.held(db.directory, exp.name, db.location))
         variants = register(db, exp, host_facts())
         err.print(
             f"experiment '{exp.name}': {len(variants)} variants, seed {exp.seed}, "
@@ -176,6 +180,7 @@ def _execute(
         )
         raise
     finally:
+        stack.close()
         progress.close()
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
