@@ -161,6 +161,7 @@ def remove_build(prefix: Path) -> None:
 
 def ensure_build(req: BuildRequest, paths: Paths, *, log: Log = print) -> Installation:
     """The Installation for `req`: from the cache, or built, installed and verified."""
+    faults.step("build")
     spec, key = _resolve(req, paths, log)
     prefix = paths.builds / key
     if is_complete(prefix):
@@ -171,7 +172,6 @@ def ensure_build(req: BuildRequest, paths: Paths, *, log: Log = print) -> Instal
         log(f"waiting for another blocklab process that is building {key}")
 
     with sources.file_lock(paths.builds / f".{key}.lock", on_wait=waiting):
-        faults.step("build")
         if is_complete(prefix):  # another process built it while we waited
             return Installation.from_manifest(prefix)
         if prefix.exists():

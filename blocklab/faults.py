@@ -22,7 +22,7 @@ ENV = "BLOCKLAB_KILL_AT"
 
 # Every step a kill point can name, in the order an experiment reaches them.
 STEPS = (
-    "build",  # ensure_build, holding the build lock
+    "build",  # ensure_build: the cache lookup, then (with a delay) the build itself
     "provision",  # a loop device attached, before mkfs and mount
     "dataset_load",  # the dataset's server is up, before the driver's init commands
     "snapshot",  # the dataset's server stopped, before the copy into the snapshot
