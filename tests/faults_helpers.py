@@ -22,7 +22,7 @@ def own_home(paths: Paths, tag: str) -> Path:
 
 def env_for(home: Path, paths: Paths, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "BLOCKLAB_KILL_AT"}
-    env.update(BLOCKLAB_HOME=str(home), BLOCKLAB_CACHE=str(paths.cache), **extra)
+    env.update({"BLOCKLAB_HOME": str(home), "BLOCKLAB_CACHE": str(paths.cache), **extra})
     return env
 
 

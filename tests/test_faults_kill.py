@@ -7,12 +7,7 @@ experiment there is: one variant on an ext4 loop device, scale 1, 1 s warm-up, 1
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-from blocklab import faults
-from blocklab.paths import Paths
 from faults_helpers import (
     blocklab,
     env_for,
@@ -22,6 +17,9 @@ from faults_helpers import (
     release_home,
     stored_runs,
 )
+
+from blocklab import faults
+from blocklab.paths import Paths
 
 pytestmark = [pytest.mark.build, pytest.mark.root]
 
