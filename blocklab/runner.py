@@ -339,11 +339,18 @@ def _save(raw_dir: Path, stem: str, argv: list[str], out: str, err: str, code: i
     (raw_dir / f"{stem}.exit_code").write_text(f"{code}\n")
 
 
+# A failed run's server may be in crash recovery after a backend died: PostgreSQL then
+# can sit on a fast shutdown request until recovery ends (seen with PG 18: SIGINT during
+# "reinitializing" waited for minutes). Its data is replaced before the next run anyway.
+FAILED_RUN_STOP_TIMEOUT_S = 10.0
+
+
 def _shutdown(c: Cluster, acc: _Acc) -> None:
     t0 = time.monotonic()
     if c.pid is not None and not c.alive():
         acc.server_alive = False
-    clean = c.stop()
+    failed = bool(acc.reason) or acc.exit_code not in (0, None)
+    clean = c.stop(FAILED_RUN_STOP_TIMEOUT_S) if failed else c.stop()
     acc.timed("server_stop_s", t0)
     acc.provenance["server_stop"] = "clean" if clean else "killed after timeout"
 

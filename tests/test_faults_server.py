@@ -108,6 +108,7 @@ def test_server_faults_are_failed_runs_and_the_experiment_goes_on(paths: Paths, 
             p.kill()
             p.wait()
     text = out.read_text()
+
     try:
         assert p.returncode == 1, text  # failed runs: exit 1, after every planned run
         assert sorted(faults.values()) == ["backend", "postmaster"], (faults, text)
