@@ -15,6 +15,7 @@ stopped by PID whatever happens (try/finally, KeyboardInterrupt included).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -358,6 +359,7 @@ def _shutdown(c: Cluster, acc: _Acc) -> None:
 ENOSPC_TEXT = "No space left on device"
 NO_SPACE_PREFIX = "no space left on "
 SERVER_START_FAILED = "the server did not start"
+LOG_PREFIX = re.compile(r"^\d+\.\d+ \[\d+\] ")  # log_line_prefix '%n [%p] '
 
 
 def no_space_on(target: RunTarget, text: str) -> str:
@@ -372,7 +374,8 @@ def no_space_on(target: RunTarget, text: str) -> str:
     vol = facts.get(role, {})
     device = vol.get("device") or "?"
     where = vol.get("mount_point") or vol.get("path") or str(target.cluster.data_dir)
-    return f"{NO_SPACE_PREFIX}{device} (mounted at {where}, the {role} volume): {lines[0].strip()}"
+    said = LOG_PREFIX.sub("", lines[0].strip())
+    return f"{NO_SPACE_PREFIX}{device} (mounted at {where}, the {role} volume): {said}"
 
 
 def _read(path: Path) -> str:
