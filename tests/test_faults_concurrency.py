@@ -25,7 +25,7 @@ from faults_helpers import (
 from blocklab.installation import Installation
 from blocklab.paths import Paths, ensure_dir
 
-pytestmark = [pytest.mark.build, pytest.mark.root]
+pytestmark = [pytest.mark.build, pytest.mark.root, pytest.mark.faults]
 
 EXPERIMENT = """
 [experiment]

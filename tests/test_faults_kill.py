@@ -21,7 +21,7 @@ from faults_helpers import (
 from blocklab import faults
 from blocklab.paths import Paths
 
-pytestmark = [pytest.mark.build, pytest.mark.root]
+pytestmark = [pytest.mark.build, pytest.mark.root, pytest.mark.faults]
 
 EXPERIMENT = """
 [experiment]

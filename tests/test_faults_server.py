@@ -19,7 +19,7 @@ from faults_helpers import blocklab, env_for, leftovers, own_home, release_home,
 from blocklab.paths import Paths
 from blocklab.state import State
 
-pytestmark = [pytest.mark.build, pytest.mark.root]
+pytestmark = [pytest.mark.build, pytest.mark.root, pytest.mark.faults]
 
 EXPERIMENT = """
 [experiment]

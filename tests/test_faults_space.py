@@ -33,7 +33,7 @@ from blocklab.state import State
 from blocklab.storage import loopfs
 from blocklab.storage.cleanup import release_all
 
-pytestmark = [pytest.mark.build, pytest.mark.root]
+pytestmark = [pytest.mark.build, pytest.mark.root, pytest.mark.faults]
 
 DATA = Path(__file__).parent / "data" / "faults"
 MIB = 1024 * 1024
