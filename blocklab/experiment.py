@@ -9,7 +9,6 @@ again, none is duplicated.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -20,7 +19,7 @@ from typing import Any, Protocol
 from blocklab import faults, plan, results_space
 from blocklab.model import Variant
 from blocklab.paths import safe_remove_tree
-from blocklab.runner import SERVER_START_FAILED, RunLabel
+from blocklab.runner import SERVER_START_FAILED, RunLabel, failed_without_running
 from blocklab.spec import Experiment
 from blocklab.store import ResultsStore, RunRecord
 from blocklab.summary import summarize_experiment
@@ -223,23 +222,11 @@ NOT_RUN_PREFIX = "not run: "
 
 def not_run(variant: Variant, label: RunLabel, raw_dir: Path, first: str) -> RunRecord:
     """The failed record of a variant not tried again: its server did not start before."""
-    now = now_iso()
     reason = (
         f"{NOT_RUN_PREFIX}{SERVER_START_FAILED} in {first} (that run's reason says why); "
         "not tried again"
     )
-    (raw_dir / "run.json").write_text(json.dumps({"status": "failed", "reason": reason}) + "\n")
-    return RunRecord(
-        experiment=label.experiment,
-        variant_id=variant.variant_id,
-        round=label.round_no,
-        position=label.position,
-        status="failed",
-        started_at=now,
-        ended_at=now,
-        reason=reason,
-        raw_dir=str(raw_dir),
-    )
+    return failed_without_running(variant, label, raw_dir, reason)
 
 
 def _fmt_pct(width: float | None) -> str:

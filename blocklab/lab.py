@@ -10,7 +10,6 @@ and releases every storage it provisioned.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +30,6 @@ from blocklab.settings_policy import Catalogue
 from blocklab.state import State
 from blocklab.storage import cgroup
 from blocklab.store import RunRecord
-from blocklab.timestamps import now_iso
 from blocklab.workloads import drivers
 
 _DEFAULT = object()
@@ -306,18 +304,6 @@ class Lab:
 def _failed_preparation(
     variant: Variant, label: runner.RunLabel, raw_dir: Path, e: BaseException
 ) -> RunRecord:
-    now = now_iso()
-    raw_dir.mkdir(parents=True, exist_ok=True)
-    reason = f"preparation failed: {type(e).__name__}: {e}"
-    (raw_dir / "run.json").write_text(json.dumps({"status": "failed", "reason": reason}) + "\n")
-    return RunRecord(
-        experiment=label.experiment,
-        variant_id=variant.variant_id,
-        round=label.round_no,
-        position=label.position,
-        status="failed",
-        started_at=now,
-        ended_at=now,
-        reason=reason,
-        raw_dir=str(raw_dir),
+    return runner.failed_without_running(
+        variant, label, raw_dir, f"preparation failed: {type(e).__name__}: {e}"
     )

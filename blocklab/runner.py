@@ -498,3 +498,24 @@ def _provenance(target: RunTarget, acc: _Acc, result: WorkloadResult) -> dict[st
         missing = acc.probe.missing
         prov["probe_missing"] = dict(missing) if isinstance(missing, Mapping) else list(missing)
     return prov
+
+
+def failed_without_running(
+    variant: Variant, label: RunLabel, raw_dir: Path, reason: str
+) -> RunRecord:
+    """The failed record of a run that never started (its preparation failed, or its
+    variant is not tried again), with run.json saying why in its raw directory."""
+    now = now_iso()
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    (raw_dir / "run.json").write_text(json.dumps({"status": "failed", "reason": reason}) + "\n")
+    return RunRecord(
+        experiment=label.experiment,
+        variant_id=variant.variant_id,
+        round=label.round_no,
+        position=label.position,
+        status="failed",
+        started_at=now,
+        ended_at=now,
+        reason=reason,
+        raw_dir=str(raw_dir),
+    )
