@@ -48,7 +48,7 @@ def check(directory: Path) -> None:
 
 @contextmanager
 def guard(directory: Path) -> Iterator[None]:
-    """Turn a write that failed for want of space into ResultsFullError."""
+    """Turn a write into the results that failed for want of space into ResultsFullError."""
     try:
         yield
     except sqlite3.OperationalError as e:
@@ -56,6 +56,14 @@ def guard(directory: Path) -> Iterator[None]:
             raise
         raise ResultsFullError(message(directory)) from e
     except OSError as e:
-        if e.errno != errno.ENOSPC:
+        # another disk's ENOSPC (the work directory's, say) is not the results' to report
+        if e.errno != errno.ENOSPC or not _nearly_full(directory):
             raise
         raise ResultsFullError(message(directory)) from e
+
+
+def _nearly_full(directory: Path) -> bool:
+    try:
+        return free_bytes(directory) < HEADROOM_BYTES
+    except OSError:
+        return False
