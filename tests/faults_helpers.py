@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -67,9 +68,11 @@ def leftovers(home: Path) -> dict[str, list[str]]:
         try:
             cwd = os.readlink(entry / "cwd")
             exe = os.path.basename(os.readlink(entry / "exe"))
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if cwd.startswith(str(home)) and exe in ("postgres", "pgbench"):
+        mine = cwd.startswith(str(home)) or str(home) in argv  # pgbench: its -h socket dir
+        if mine and exe in ("postgres", "pgbench"):
             servers.append(f"{exe} PID {entry.name}")
     mounts = [ln for ln in Path("/proc/mounts").read_text().splitlines() if str(home) in ln]
     loops = [ln for ln in proc.run(["losetup", "-a"]).stdout.splitlines() if str(home) in ln]
@@ -81,3 +84,14 @@ def leftovers(home: Path) -> dict[str, list[str]]:
 def release_home(home: Path) -> None:
     """Release whatever a test's blocklab left in `home` (also after a failure)."""
     release_all(State(home / "state.json"), only_dead_owners=False)
+
+
+def nothing_left(home: Path, wait_s: float = 15.0) -> dict[str, list[str]]:
+    """leftovers(home), polled until empty or `wait_s` passed (a pgbench whose server was
+    stopped needs a moment to notice)."""
+    deadline = time.monotonic() + wait_s
+    left = leftovers(home)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = leftovers(home)
+    return left

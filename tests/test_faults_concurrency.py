@@ -13,14 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faults_helpers import (
-    blocklab,
-    env_for,
-    leftovers,
-    own_home,
-    release_home,
-    stored_runs,
-)
+from faults_helpers import blocklab, env_for, nothing_left, own_home, release_home, stored_runs
 
 from blocklab.installation import Installation
 from blocklab.paths import Paths, ensure_dir
@@ -89,7 +82,7 @@ def test_same_experiment_same_results_second_refuses(paths: Paths, pg18_8k) -> N
         third = blocklab(*args, env=env)
         assert third.returncode == 0, third.stdout + third.stderr
         assert stored_runs(results) == runs
-        assert leftovers(home) == {}
+        assert nothing_left(home) == {}
     finally:
         if first.poll() is None:
             first.kill()
@@ -125,7 +118,7 @@ def test_two_experiments_at_once_share_nothing_wrongly(paths: Paths, pg18_8k) ->
         made = sum("made;" in o for o in outs)
         found = sum("found;" in o for o in outs)
         assert (made, found) == (1, 1), outs
-        assert leftovers(home) == {}
+        assert nothing_left(home) == {}
     finally:
         for p in procs:
             if p.poll() is None:

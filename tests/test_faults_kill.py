@@ -13,6 +13,7 @@ from faults_helpers import (
     env_for,
     integrity_ok,
     leftovers,
+    nothing_left,
     own_home,
     release_home,
     stored_runs,
@@ -94,12 +95,12 @@ def test_kill_at_every_step_then_run_again(paths: Paths, pg18_8k) -> None:  # ty
             if i % 2 == 0:
                 c = blocklab("cleanup", env=env_for(home, paths))
                 assert c.returncode == 0, c.stdout + c.stderr
-                assert leftovers(home) == {}, (spec, leftovers(home))
+                assert nothing_left(home) == {}, spec
         final = blocklab(*run, env=env_for(home, paths))
         assert final.returncode == 0, final.stdout + final.stderr
         runs = stored_runs(results)
         assert [(s, n) for _, n, s, _ in runs] == [("ok", 1)], runs
-        assert leftovers(home) == {}
+        assert nothing_left(home) == {}
         # every raw directory belongs to the stored run: the partial ones were discarded
         raw_dirs = sorted(p.name for p in (results / "runs").glob("*/*"))
         assert len(raw_dirs) == 1, raw_dirs

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faults_helpers import blocklab, env_for, leftovers, own_home, release_home, stored_runs
+from faults_helpers import blocklab, env_for, nothing_left, own_home, release_home, stored_runs
 
 from blocklab.paths import Paths
 from blocklab.state import State
@@ -134,6 +134,6 @@ def test_server_faults_are_failed_runs_and_the_experiment_goes_on(paths: Paths, 
         summary = blocklab("summary", "--results", str(results), env=env_for(home, paths)).stdout
         assert summary.count("not run: the server did not start") == 1, summary
         assert summary.count("round 1: RunError: the server did not start") == 1, summary
-        assert leftovers(home) == {}
+        assert nothing_left(home) == {}
     finally:
         release_home(home)

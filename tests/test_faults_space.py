@@ -21,7 +21,7 @@ from faults_helpers import (
     blocklab,
     env_for,
     integrity_ok,
-    leftovers,
+    nothing_left,
     own_home,
     release_home,
     stored_runs,
@@ -90,7 +90,7 @@ def test_a_full_volume_fails_the_run_and_the_next_variant_runs(paths: Paths, pg1
         first_fill = next(i for i, (label, _, _) in enumerate(rows) if label == "fill")
         assert any(label == "simple-update" for label, _, _ in rows[first_fill + 1 :]), rows
         assert r.stderr.count("released the full storage") == 2, r.stderr
-        assert leftovers(home) == {}
+        assert nothing_left(home) == {}
     finally:
         release_home(home)
 
@@ -167,7 +167,7 @@ def test_a_full_results_disk_stops_with_a_clear_error(paths: Paths, pg18_8k) -> 
         kept = stored_runs(results)
         assert 1 <= len(kept) < 3 and {s for _, _, s, _ in kept} == {"ok"}, kept
         assert integrity_ok(results)
-        assert leftovers(home) == {}
+        assert nothing_left(home) == {}
         filler.unlink()
         again = blocklab(*args, env=env_for(home, paths))
         assert again.returncode == 0, again.stdout + again.stderr
