@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import closing
 from pathlib import Path
 
 from blocklab import proc
@@ -44,7 +45,9 @@ def stored_runs(results: Path) -> list[tuple[str, int, str, str]]:
     db = results / "blocklab.sqlite"
     if not db.exists():
         return []
-    with sqlite3.connect(db, timeout=30) as c:
+    # closing(): a connection's `with` ends its transaction, not the connection, and a
+    # connection left to the garbage collector keeps the results disk busy
+    with closing(sqlite3.connect(db, timeout=30)) as c:
         try:
             rows = c.execute("SELECT variant_id, round, status, reason FROM runs ORDER BY id")
             return [(str(v), int(r), str(s), str(why or "")) for v, r, s, why in rows]
@@ -54,7 +57,7 @@ def stored_runs(results: Path) -> list[tuple[str, int, str, str]]:
 
 def integrity_ok(results: Path) -> bool:
     db = results / "blocklab.sqlite"
-    with sqlite3.connect(db, timeout=30) as c:
+    with closing(sqlite3.connect(db, timeout=30)) as c:
         return c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 

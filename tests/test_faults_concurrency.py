@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,7 @@ def test_same_experiment_same_results_second_refuses(paths: Paths, pg18_8k) -> N
 
 
 def _storage_facts(results: Path) -> dict[str, str]:
-    with sqlite3.connect(results / "blocklab.sqlite") as c:
+    with closing(sqlite3.connect(results / "blocklab.sqlite")) as c:
         (prov,) = c.execute("SELECT provenance_json FROM runs").fetchone()
     data = json.loads(prov)["storage_facts"]["data"]
     return {"mount_point": data["mount_point"], "loop_device": data["loop_device"]}
