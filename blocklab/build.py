@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from blocklab import proc, settings_catalogue, sources
+from blocklab import faults, proc, settings_catalogue, sources
 from blocklab.errors import BuildError, CommandError, UserError
 from blocklab.installation import MANIFEST_NAME, Installation
 from blocklab.model import BuildRequest
@@ -161,6 +161,7 @@ def remove_build(prefix: Path) -> None:
 
 def ensure_build(req: BuildRequest, paths: Paths, *, log: Log = print) -> Installation:
     """The Installation for `req`: from the cache, or built, installed and verified."""
+    faults.step("build")
     spec, key = _resolve(req, paths, log)
     prefix = paths.builds / key
     if is_complete(prefix):

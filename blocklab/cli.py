@@ -43,7 +43,8 @@ _register()
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        cli.main(args=argv, prog_name="blocklab", standalone_mode=False)
+        # without standalone mode, click returns (not raises) a command's Exit(code)
+        code = cli.main(args=argv, prog_name="blocklab", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
         return 130
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("interrupted; what was started has been released", err=True)
         return 130
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

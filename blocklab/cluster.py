@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from blocklab import proc
+from blocklab import faults, proc
 from blocklab.errors import CommandError, RunError, UserError
 from blocklab.installation import Installation
 from blocklab.paths import ensure_dir
@@ -250,6 +250,7 @@ class Cluster:
         """Start with pg_ctl -w; return the postmaster PID (from postmaster.pid)."""
         self._prepare_runtime_dirs()
         self.state.add("server", self.ident, data_dir=self.ident, pid=None, port=self.port)
+        faults.step("server_start")
         argv = [
             str(self.inst.bin("pg_ctl")),
             "start",

@@ -14,14 +14,17 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from blocklab import proc
+from blocklab import faults, proc
 from blocklab.cluster import Cluster, clear_dir, private_dir
 from blocklab.model import DatasetRequest
 from blocklab.paths import Paths, ensure_dir, safe_remove_tree, tree_size_bytes
+from blocklab.sources import file_lock
 from blocklab.workloads import drivers
 from blocklab.workloads.base import WorkloadDriver, endpoint
 
@@ -60,6 +63,15 @@ def snapshot_root(paths: Paths, key: str) -> Path:
     return paths.work / "datasets" / key
 
 
+def lock(
+    paths: Paths, key: str, on_wait: Callable[[], None] | None = None
+) -> AbstractContextManager[None]:
+    """An flock for making the dataset `key`: hold it around load() and create(), so that
+    a second process waits for the first and then finds the snapshot complete (and never
+    removes one that is being made)."""
+    return file_lock(paths.work / "datasets" / f".{key}.lock", on_wait)
+
+
 def load(paths: Paths, key: str) -> Snapshot | None:
     """The complete snapshot for `key`, or None (an incomplete one is removed)."""
     root = snapshot_root(paths, key)
@@ -93,6 +105,7 @@ def create(
     try:
         cluster.start()
         t1 = time.monotonic()
+        faults.step("dataset_load")
         for argv in driver.init_commands(cluster.inst, endpoint(cluster), req):
             proc.run(argv, timeout_s=24 * 3600)
         pgbench_init_s = time.monotonic() - t1
@@ -100,6 +113,7 @@ def create(
         cluster.stop()
     init_s = time.monotonic() - t0
     t2 = time.monotonic()
+    faults.step("snapshot")
     ensure_dir(root)
     copy_tree(cluster.data_dir, root / "data")
     if cluster.wal_dir is not None:

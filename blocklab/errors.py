@@ -38,3 +38,15 @@ class RunError(BlocklabError):
 
 class StorageError(BlocklabError):
     """Provisioning or releasing storage failed."""
+
+
+class BusyError(BlocklabError):
+    """Another blocklab process holds what this one needs (the same experiment in the
+    same results). Nothing was started; try again when it has ended."""
+
+    exit_code = 75  # EX_TEMPFAIL
+
+
+class ResultsFullError(BlocklabError):
+    """The results directory (the database's own disk) has no space left: the experiment
+    stops; every run already stored is kept."""

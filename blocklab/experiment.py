@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from blocklab import plan
+from blocklab import faults, plan, results_space
 from blocklab.model import Variant
 from blocklab.paths import safe_remove_tree
+from blocklab.runner import SERVER_START_FAILED, RunLabel, failed_without_running
 from blocklab.spec import Experiment
 from blocklab.store import ResultsStore, RunRecord
 from blocklab.summary import summarize_experiment
@@ -113,9 +114,12 @@ class Loop:
         self.started = clock()
         self.ok = 0
         self.failed = 0
+        # variant_id -> why its server could not start (it is not tried again)
+        self.unstartable: dict[str, str] = {}
 
     def run(self, rule: StoppingRule) -> Outcome:
         done = self.db.done_keys(self.exp.name)
+        self._remember_unstartable()
         total = len(self.variants) * rule.rounds
         already = sum(1 for (_, r) in done if r <= rule.rounds)
         self.progress.begin(total, already)
@@ -167,14 +171,29 @@ class Loop:
         raw_dir = raw_dir_for(self.db.directory, self.exp.name, round_no, variant)
         # a partial run of an interrupted invocation: discard it
         safe_remove_tree(raw_dir, [self.db.directory])
+        results_space.check(self.db.directory)
         raw_dir.mkdir(parents=True)
         self.progress.run_started(variant.label, round_no, position)
         t0 = self.clock()
-        record = self.lab.run(
-            variant, experiment=self.exp.name, round_no=round_no, position=position, raw_dir=raw_dir
-        )
+        label = RunLabel(self.exp.name, round_no, position)
+        if variant.variant_id in self.unstartable:
+            record = not_run(variant, label, raw_dir, self.unstartable[variant.variant_id])
+        else:
+            record = self.lab.run(
+                variant,
+                experiment=self.exp.name,
+                round_no=round_no,
+                position=position,
+                raw_dir=raw_dir,
+            )
+        if record.status != "ok":  # a run that failed because the results disk filled
+            results_space.check(self.db.directory)  # is not stored: it runs again
+        if SERVER_START_FAILED in record.reason:
+            self.unstartable.setdefault(variant.variant_id, f"round {round_no}")
         record.raw_dir = self.db.raw_ref(raw_dir)
-        self.db.record_run(record)
+        with results_space.guard(self.db.directory):
+            self.db.record_run(record)
+        faults.step("stored")
         if record.status == "ok":
             self.ok += 1
         else:
@@ -182,12 +201,32 @@ class Loop:
         self.progress.run_finished(record, self.clock() - t0)
         return record
 
+    def _remember_unstartable(self) -> None:
+        """A variant whose server did not start in a stored run is not tried again (also
+        after a resume)."""
+        for row in sorted(self.db.runs(self.exp.name), key=lambda r: r["round"]):
+            reason = row["reason"] or ""
+            if SERVER_START_FAILED in reason and not reason.startswith(NOT_RUN_PREFIX):
+                self.unstartable.setdefault(row["variant_id"], f"round {row['round']}")
+
     def _over_budget(self, rule: StoppingRule) -> bool:
         return rule.time_budget_s is not None and self.clock() - self.started >= rule.time_budget_s
 
     def _finish(self, rounds: int, reason: str) -> Outcome:
         self.db.set_experiment_state(self.exp.name, "done", reason)
         return Outcome(rounds, self.ok, self.failed, reason)
+
+
+NOT_RUN_PREFIX = "not run: "
+
+
+def not_run(variant: Variant, label: RunLabel, raw_dir: Path, first: str) -> RunRecord:
+    """The failed record of a variant not tried again: its server did not start before."""
+    reason = (
+        f"{NOT_RUN_PREFIX}{SERVER_START_FAILED} in {first} (that run's reason says why); "
+        "not tried again"
+    )
+    return failed_without_running(variant, label, raw_dir, reason)
 
 
 def _fmt_pct(width: float | None) -> str:

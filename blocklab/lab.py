@@ -10,7 +10,8 @@ and releases every storage it provisioned.
 from __future__ import annotations
 
 import hashlib
-import json
+import os
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 
 from blocklab import dataset, runner, settings_catalogue, settings_policy, sizing, storage
 from blocklab.cluster import Cluster, server_user
+from blocklab.dataset import Snapshot
 from blocklab.errors import BlocklabError, StorageError, UserError
 from blocklab.installation import Installation
 from blocklab.model import BuildRequest, StorageRequest, Variant
@@ -28,7 +30,6 @@ from blocklab.settings_policy import Catalogue
 from blocklab.state import State
 from blocklab.storage import cgroup
 from blocklab.store import RunRecord
-from blocklab.timestamps import now_iso
 from blocklab.workloads import drivers
 
 _DEFAULT = object()
@@ -60,8 +61,17 @@ class DatasetInfo:
     size_bytes: int
 
 
-def storage_name(req: StorageRequest) -> str:
-    return f"{req.kind}-{req.digest(8)}"
+def storage_name(req: StorageRequest, instance: str = "") -> str:
+    """A storage's name: its kind and request digest, and the Lab instance's token, so
+    that two experiments running at once never share a mount, a loop image, a data
+    directory or a server (each process provisions its own)."""
+    base = f"{req.kind}-{req.digest(8)}"
+    return f"{base}-{instance}" if instance else base
+
+
+def instance_token() -> str:
+    """This process's PID and 4 random hex digits (a reused PID stays distinct)."""
+    return f"{os.getpid()}-{secrets.token_hex(2)}"
 
 
 class Lab:
@@ -90,6 +100,7 @@ class Lab:
         self._caps: list[Any] = []  # memory cgroups (blocklab.storage.cgroup.MemoryCap)
         self.datasets: dict[str, DatasetInfo] = {}
         self._user: User | None = None
+        self.instance = instance_token()
 
     # -- context ------------------------------------------------------------------------
     def __enter__(self) -> Lab:
@@ -142,7 +153,7 @@ class Lab:
         return self._installs[req]
 
     def storage(self, req: StorageRequest, *, needs: sizing.StorageNeeds) -> ProvisionedLike:
-        name = storage_name(req)
+        name = storage_name(req, self.instance)
         if name not in self._storages:
             self._storages[name] = self._provision(req, name, needs)
         return self._storages[name]
@@ -160,7 +171,7 @@ class Lab:
         )
 
     def cluster(self, inst: Installation, req: StorageRequest, store: ProvisionedLike) -> Cluster:
-        key = (storage_name(req), inst.key)
+        key = (storage_name(req, self.instance), inst.key)
         if key not in self._clusters:
             short = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
             server_dir = ensure_dir(self.paths.work / "servers" / short)
@@ -188,22 +199,9 @@ class Lab:
         key = variant.dataset_key(inst.key)
         if key in self._snapshots:
             return self._snapshots[key]
-        snap = dataset.load(self.paths, key)
-        made_now = snap is None
-        if snap is None:
-            self.log(
-                f"making dataset {key}: pgbench -i -s {variant.dataset.scale} "
-                f"-F {variant.dataset.fillfactor} ({inst.key})"
-            )
-            snap = dataset.create(
-                cluster,
-                variant.dataset,
-                paths=self.paths,
-                key=key,
-                wal_segsize_mb=variant.wal_segsize_mb,
-                data_checksums=variant.data_checksums,
-                driver=drivers.for_workload(variant.workload),
-            )
+        # one process makes a dataset; another wanting it waits, then finds it complete
+        with dataset.lock(self.paths, key, on_wait=lambda: self.log(f"waiting for {key}")):
+            snap, made_now = self._load_or_create(variant, inst, cluster, key)
         self._snapshots[key] = snap
         self.datasets[key] = DatasetInfo(
             key,
@@ -217,6 +215,27 @@ class Lab:
             snap.size_bytes,
         )
         return snap
+
+    def _load_or_create(
+        self, variant: Variant, inst: Installation, cluster: Cluster, key: str
+    ) -> tuple[Snapshot, bool]:
+        snap = dataset.load(self.paths, key)
+        if snap is not None:
+            return snap, False
+        self.log(
+            f"making dataset {key}: pgbench -i -s {variant.dataset.scale} "
+            f"-F {variant.dataset.fillfactor} ({inst.key})"
+        )
+        snap = dataset.create(
+            cluster,
+            variant.dataset,
+            paths=self.paths,
+            key=key,
+            wal_segsize_mb=variant.wal_segsize_mb,
+            data_checksums=variant.data_checksums,
+            driver=drivers.for_workload(variant.workload),
+        )
+        return snap, True
 
     def prepare(self, variant: Variant) -> runner.RunTarget:
         """Build, storage, server and dataset for a variant (each made once)."""
@@ -258,7 +277,23 @@ class Lab:
             raise
         except (BlocklabError, OSError) as e:
             return _failed_preparation(variant, label, raw_dir, e)
-        return runner.run_one(target, label, raw_dir, instrumentation=self._factory(), log=self.log)
+        record = runner.run_one(
+            target, label, raw_dir, instrumentation=self._factory(), log=self.log
+        )
+        if record.reason.startswith(runner.NO_SPACE_PREFIX):
+            self.release_storage(variant.storage)
+        return record
+
+    def release_storage(self, req: StorageRequest) -> None:
+        """Stop the servers on a storage and release it (a full volume is not reused: the
+        next run that needs it gets a fresh one)."""
+        name = storage_name(req, self.instance)
+        for key in [k for k in self._clusters if k[0] == name]:
+            self._clusters.pop(key).stop()
+        provisioned = self._storages.pop(name, None)
+        if provisioned is not None:
+            self.log(f"released the full storage {name}")
+            provisioned.release()
 
     def _factory(self) -> runner.InstrumentationFactory | None:
         if self._instrumentation is _DEFAULT:
@@ -269,18 +304,6 @@ class Lab:
 def _failed_preparation(
     variant: Variant, label: runner.RunLabel, raw_dir: Path, e: BaseException
 ) -> RunRecord:
-    now = now_iso()
-    raw_dir.mkdir(parents=True, exist_ok=True)
-    reason = f"preparation failed: {type(e).__name__}: {e}"
-    (raw_dir / "run.json").write_text(json.dumps({"status": "failed", "reason": reason}) + "\n")
-    return RunRecord(
-        experiment=label.experiment,
-        variant_id=variant.variant_id,
-        round=label.round_no,
-        position=label.position,
-        status="failed",
-        started_at=now,
-        ended_at=now,
-        reason=reason,
-        raw_dir=str(raw_dir),
+    return runner.failed_without_running(
+        variant, label, raw_dir, f"preparation failed: {type(e).__name__}: {e}"
     )

@@ -15,6 +15,7 @@ stopped by PID whatever happens (try/finally, KeyboardInterrupt included).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from blocklab import dataset, probes, settings_policy
+from blocklab import dataset, faults, probes, settings_policy
 from blocklab.cluster import Cluster
 from blocklab.errors import BlocklabError, CommandError, UserError
 from blocklab.model import Variant
@@ -127,6 +128,7 @@ class _Acc:
     probe: ProbeResultLike | None = None
     workload_s: float = 0.0
     footprint: dict[str, Any] = field(default_factory=dict)  # blocklab.footprint.measure()
+    no_space: str = ""  # "no space left on DEVICE (...)" when a volume filled up
 
     def timed(self, name: str, t0: float) -> None:
         self.phases_s[name] = round(time.monotonic() - t0, 6)
@@ -157,6 +159,7 @@ def run_one(
     finally:
         _shutdown(target.cluster, acc)
         _copy_server_log(target.cluster.log_path, log_offset, raw_dir / "server.log")
+    acc.no_space = no_space_on(target, _read(raw_dir / "server.log") + acc.stderr + acc.reason)
     if acc.exit_code == 0 and not acc.reason:
         _footprint(target, acc)
     return _record(target, label, acc, started_at, now_iso())
@@ -233,6 +236,7 @@ def _restore(target: RunTarget, acc: _Acc) -> None:
     c = target.cluster
     c.stop()
     t0 = time.monotonic()
+    faults.step("restore")
     restored = dataset.restore(target.snapshot, c.data_dir, c.wal_dir)
     acc.phases_s["restore_s"] = round(restored.restore_s, 6)
     acc.phases_s["restore_sync_s"] = round(restored.sync_s, 6)
@@ -271,6 +275,7 @@ def _warmup(target: RunTarget, acc: _Acc) -> bool:
     c, w, driver = target.cluster, target.variant.workload, target.driver
     argv = driver.command(c.inst, endpoint(c), w, raw_dir=None, duration_s=w.warmup_s)
     t0 = time.monotonic()
+    faults.step("warmup")
     res = run_command(argv, check=False, timeout_s=w.warmup_s + WORKLOAD_GRACE_S)
     acc.timed("warmup_s", t0)
     _save(acc.raw_dir, "warmup", argv, res.stdout, res.stderr, res.returncode)
@@ -302,6 +307,7 @@ def _begin_probes(
 
 def _end_probes(target: RunTarget, started: Instrumentation, acc: _Acc) -> None:
     result = target.driver.parse(acc.stdout, acc.stderr)
+    faults.step("probes")
     try:
         acc.probe = started.end(result.transactions or 0, acc.workload_s)
     except Exception as e:  # a probe must not cost the run; the failure is recorded
@@ -313,6 +319,7 @@ def _measure(target: RunTarget, acc: _Acc) -> None:
     acc.argv = driver.command(c.inst, endpoint(c), w, raw_dir=acc.raw_dir)
     (acc.raw_dir / f"{driver.name}.argv").write_text(shlex.join(acc.argv) + "\n")
     t0 = time.monotonic()
+    faults.step("measure")
     try:
         res = run_command(acc.argv, check=False, timeout_s=w.duration_s + WORKLOAD_GRACE_S)
     except CommandError as e:  # timed out
@@ -333,13 +340,49 @@ def _save(raw_dir: Path, stem: str, argv: list[str], out: str, err: str, code: i
     (raw_dir / f"{stem}.exit_code").write_text(f"{code}\n")
 
 
+# A failed run's server may be in crash recovery after a backend died: PostgreSQL then
+# can sit on a fast shutdown request until recovery ends (seen with PG 18: SIGINT during
+# "reinitializing" waited for minutes). Its data is replaced before the next run anyway.
+FAILED_RUN_STOP_TIMEOUT_S = 10.0
+
+
 def _shutdown(c: Cluster, acc: _Acc) -> None:
     t0 = time.monotonic()
     if c.pid is not None and not c.alive():
         acc.server_alive = False
-    clean = c.stop()
+    failed = bool(acc.reason) or acc.exit_code not in (0, None)
+    clean = c.stop(FAILED_RUN_STOP_TIMEOUT_S) if failed else c.stop()
     acc.timed("server_stop_s", t0)
     acc.provenance["server_stop"] = "clean" if clean else "killed after timeout"
+
+
+ENOSPC_TEXT = "No space left on device"
+NO_SPACE_PREFIX = "no space left on "
+SERVER_START_FAILED = "the server did not start"
+LOG_PREFIX = re.compile(r"^\d+\.\d+ \[\d+\] ")  # log_line_prefix '%n [%p] '
+
+
+def no_space_on(target: RunTarget, text: str) -> str:
+    """'no space left on DEVICE (mounted at M, the data volume)' when the server or the
+    workload said ENOSPC; which volume from the file named on that line (pg_wal goes to
+    the WAL volume when there is one). '' when nothing said so."""
+    lines = [ln for ln in text.splitlines() if ENOSPC_TEXT in ln]
+    if not lines:
+        return ""
+    facts = target.storage_facts
+    role = "wal" if "wal" in facts and any("pg_wal" in ln for ln in lines) else "data"
+    vol = facts.get(role, {})
+    device = vol.get("device") or "?"
+    where = vol.get("mount_point") or vol.get("path") or str(target.cluster.data_dir)
+    said = LOG_PREFIX.sub("", lines[0].strip())
+    return f"{NO_SPACE_PREFIX}{device} (mounted at {where}, the {role} volume): {said}"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _size(path: Path) -> int:
@@ -369,7 +412,7 @@ def _record(
     measured = ""
     if acc.exit_code is not None:  # the measured execution ran: its verdict comes first
         measured = driver.verdict(acc.exit_code, result, server_alive=acc.server_alive)
-    reason = "; ".join(r for r in (measured, acc.reason) if r)
+    reason = "; ".join(r for r in (acc.no_space, measured, acc.reason) if r)
     rec = RunRecord(
         experiment=label.experiment,
         variant_id=target.variant.variant_id,
@@ -455,3 +498,24 @@ def _provenance(target: RunTarget, acc: _Acc, result: WorkloadResult) -> dict[st
         missing = acc.probe.missing
         prov["probe_missing"] = dict(missing) if isinstance(missing, Mapping) else list(missing)
     return prov
+
+
+def failed_without_running(
+    variant: Variant, label: RunLabel, raw_dir: Path, reason: str
+) -> RunRecord:
+    """The failed record of a run that never started (its preparation failed, or its
+    variant is not tried again), with run.json saying why in its raw directory."""
+    now = now_iso()
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    (raw_dir / "run.json").write_text(json.dumps({"status": "failed", "reason": reason}) + "\n")
+    return RunRecord(
+        experiment=label.experiment,
+        variant_id=variant.variant_id,
+        round=label.round_no,
+        position=label.position,
+        status="failed",
+        started_at=now,
+        ended_at=now,
+        reason=reason,
+        raw_dir=str(raw_dir),
+    )

@@ -100,7 +100,7 @@ def summarize_experiment(db: ResultsStore, name: str, metric: str = "tps") -> Ex
                 is_reference=is_ref,
                 reference_label=labels.get(my_ref or "", ""),
                 n_failed=len(failed),
-                failure_reasons=[f"round {r['round']}: {r['reason']}" for r in failed],
+                failure_reasons=grouped_reasons([(r["round"], r["reason"]) for r in failed]),
                 values=values,
                 summary=summarize(list(values.values()), info) if values else None,
                 comparison=comparison,
@@ -125,3 +125,16 @@ def restore_note(db: ResultsStore, experiment: str, dataset_init_s: Sequence[flo
         f"{statistics.median(restores):.2f} s per run (median of {len(restores)}), against "
         f"{statistics.median(dataset_init_s):.1f} s to initialise a dataset."
     )
+
+
+def grouped_reasons(failed: list[tuple[int, str]]) -> list[str]:
+    """One line per distinct reason with the rounds it holds for (pure): a variant whose
+    server never starts is reported once, not once per round."""
+    rounds: dict[str, list[int]] = {}
+    for round_no, reason in sorted(failed):
+        rounds.setdefault(reason or "", []).append(round_no)
+    out = []
+    for reason, nums in rounds.items():
+        which = f"round {nums[0]}" if len(nums) == 1 else f"rounds {', '.join(map(str, nums))}"
+        out.append(f"{which}: {reason}")
+    return out

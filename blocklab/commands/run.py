@@ -141,6 +141,7 @@ def run_cmd(
 def _execute(
     exp: Experiment, paths: Paths, results: str | None, rule: StoppingRule, quiet: bool
 ) -> tuple[Outcome, list[DatasetInfo]]:
+    from blocklab import results_space, run_lock
     from blocklab.experiment import Loop, register
     from blocklab.host import host_facts
     from blocklab.lab import Lab
@@ -160,16 +161,21 @@ def _execute(
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     db = open_results(results)
     try:
-        variants = register(db, exp, host_facts())
-        err.print(
-            f"experiment '{exp.name}': {len(variants)} variants, seed {exp.seed}, "
-            f"results in {db.location}"
-        )
-        references = {v.variant_id: exp.variant(exp.reference_for(v)) for v in variants}
-        with Lab(paths, state, log=progress.note, references=references, variants=variants) as lab:
-            _prepare(lab, variants, err)
-            loop = Loop(exp, variants, db=db, lab=lab, progress=progress)
-            return loop.run(rule), list(lab.datasets.values())
+        # one run of an experiment into its results at a time; a full results disk is
+        # a clear error wherever it strikes (every stored run is kept)
+        with run_lock.held(db.directory, exp.name, db.location), results_space.guard(db.directory):
+            variants = register(db, exp, host_facts())
+            err.print(
+                f"experiment '{exp.name}': {len(variants)} variants, seed {exp.seed}, "
+                f"results in {db.location}"
+            )
+            references = {v.variant_id: exp.variant(exp.reference_for(v)) for v in variants}
+            with Lab(
+                paths, state, log=progress.note, references=references, variants=variants
+            ) as lab:
+                _prepare(lab, variants, err)
+                loop = Loop(exp, variants, db=db, lab=lab, progress=progress)
+                return loop.run(rule), list(lab.datasets.values())
     except KeyboardInterrupt:
         db.set_experiment_state(
             exp.name, "interrupted", "interrupted; run the same command to resume"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab import proc
+from blocklab import faults, proc
 from blocklab.errors import StorageError, UserError
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths, ensure_dir, safe_remove_tree
@@ -196,6 +196,7 @@ def _fs_volume(
         check_size_mb(spec.fstype, req.size_mb, min_size_bytes, key, f"the {vol.role} needs")
         size_bytes = image_size_bytes(spec.fstype, req.size_mb, min_size_bytes)
         device = _attach_image(vol, image, size_bytes, state)
+        faults.step("provision")
     argv = mkfs_argv(spec, device)
     mkfs = proc.run(argv, timeout_s=1800)
     loopfs.mount(device, mount_point, spec.fstype, spec.mount_options, state)

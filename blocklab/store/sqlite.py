@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from blocklab import faults
 from blocklab.errors import UserError
 from blocklab.store.base import POINT_COLUMNS, DevicePoint, DeviceProfileHead, RunRecord
 
@@ -254,6 +255,7 @@ class ResultsDB:
                 "INSERT INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?)",
                 checkpoint_rows(run_id, r),
             )
+            faults.step("results_write")
         return run_id
 
     def runs(self, experiment: str, variant_id: str | None = None) -> list[sqlite3.Row]:
