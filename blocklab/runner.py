@@ -198,6 +198,8 @@ def _execute(
     acc.server_alive = c.alive()
     if started is not None and acc.server_alive:
         _end_probes(target, started, acc)
+    if acc.server_alive and acc.exit_code == 0:
+        _plan_pass(target, acc, log_offset)
     if acc.server_alive:
         acc.settings = c.settings_readback()
         acc.provenance["collected"] = _collect_provenance(target, acc)
@@ -326,6 +328,20 @@ def _measure(target: RunTarget, acc: _Acc) -> None:
     _save(acc.raw_dir, driver.name, acc.argv, res.stdout, res.stderr, res.returncode)
 
 
+def _plan_pass(target: RunTarget, acc: _Acc, log_offset: int) -> None:
+    """A driver's pass after the measured window, server up (tpch: per-query times from
+    the server log and every query's plan, into the raw directory)."""
+    hook = getattr(target.driver, "plan_pass", None)
+    if hook is None:
+        return
+    t0 = time.monotonic()
+    with open(target.cluster.log_path, "rb") as f:
+        f.seek(log_offset)
+        log_text = f.read().decode(errors="replace")
+    hook(target.cluster, target.variant.workload, log_text, acc.raw_dir)
+    acc.timed("plan_pass_s", t0)
+
+
 def _save(raw_dir: Path, stem: str, argv: list[str], out: str, err: str, code: int) -> None:
     (raw_dir / f"{stem}.argv").write_text(shlex.join(argv) + "\n")
     (raw_dir / f"{stem}.stdout").write_text(out)
@@ -413,6 +429,9 @@ def _fill_results(
     part = driver.record(result, acc.stderr, acc.raw_dir)
     series.update(part.series)
     metrics.update(part.metrics)
+    rec.queries = list(part.queries)
+    if part.throughput is not None:
+        rec.tps = part.throughput
     rec.series, rec.metrics = series, metrics
 
 

@@ -46,6 +46,19 @@ class RunRecord:
     metrics: Mapping[str, float | None] = field(default_factory=dict)
     series: Mapping[str, Sequence[tuple[float, float | None]]] = field(default_factory=dict)
     checkpoints: Sequence[Mapping[str, Any]] = field(default_factory=list)
+    queries: Sequence[QueryRow] = field(default_factory=list)  # per-query times and plans
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    """One query of a run (SQL workloads): its server-side time and the plan it got."""
+
+    query: str  # "q1"
+    calls: int
+    time_ms_mean: float
+    time_ms_total: float
+    plan_fingerprint: str | None  # blocklab.plans.fingerprint; None: no plan captured
+    plan_json: str | None  # the normalised plan
 
 
 # a device-profile point's numbers (fio.Result attributes of the same names)
@@ -147,6 +160,14 @@ class ResultsStore(Protocol):
         ...
 
     def checkpoints(self, run_id: int) -> Sequence[Row]: ...
+    def run_queries(self, experiment: str, run_id: int | None = None) -> Sequence[Row]:
+        """Every query row of the experiment's runs (or of one run), with the run's
+        variant_id, round and status (schema version 4)."""
+        ...
+
+    def query_plans(self, fingerprints: Sequence[str]) -> dict[str, str]:
+        """fingerprint -> normalised plan JSON."""
+        ...
 
     # device profiles
     def create_device_profile(self, head: DeviceProfileHead) -> int: ...

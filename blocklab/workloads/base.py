@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from blocklab.installation import Installation
 from blocklab.model import DatasetRequest, WorkloadRequest
+from blocklab.store.base import QueryRow
 
 if TYPE_CHECKING:
     from blocklab.cluster import Cluster
@@ -70,6 +71,8 @@ class RecordPart:
 
     metrics: dict[str, float | None]
     series: Series
+    queries: Sequence[QueryRow] = ()  # per-query times and plans (SQL workloads)
+    throughput: float | None = None  # when only the record knows it (tpch: server times)
 
 
 class WorkloadDriver(Protocol):
