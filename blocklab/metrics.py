@@ -78,6 +78,10 @@ KNOWN_METRICS = (
     MetricInfo("table_free_bytes", "table free bytes after the run", "bytes", None),
     MetricInfo("index_bytes", "index bytes after the run", "bytes", None),
     MetricInfo("latency_stddev_ms", "latency (stddev)", "ms", False),
+    # SQL query workloads (tpch): the server's own statement durations
+    MetricInfo("queries_per_hour", "queries per hour (server time)", "queries/h", True),
+    MetricInfo("query_time_total_ms", "all queries' server time", "ms", False),
+    MetricInfo("query_time_ms", "query time (server, mean per call)", "ms", False),
     # blocklab.footprint: the data volume after the run, trimmed, per 4 KiB block
     MetricInfo("footprint_logical_bytes", "relations (table + index) bytes", "bytes", None),
     MetricInfo("footprint_allocated_bytes", "data volume allocated bytes", "bytes", None),
@@ -89,6 +93,7 @@ RUN_COLUMN_METRICS = ("tps", "latency_avg_ms", "latency_stddev_ms")  # in the ru
 SPEED_METRICS = ("tps", "latency_avg_ms")  # compared as faster/slower
 
 
+_QUERY_KEY = re.compile(r"^(q\d+)_mean_ms$")  # blocklab.workloads.tpch.metrics_of
 # <scope>_<read|write>_bytes[_per_xact], scopes as blocklab.probes.derived.device_scopes
 _DEVICE_KEY = re.compile(r"^(host_device|device)(?:_(\w+?))?_(read|write)_bytes(_per_xact)?$")
 
@@ -99,6 +104,9 @@ def metric_info(key: str) -> MetricInfo:
     device = _device_metric(key)
     if device is not None:
         return device
+    query = _QUERY_KEY.match(key)
+    if query is not None:
+        return MetricInfo(key, f"{query.group(1)} time (server, mean per call)", "ms", False)
     return MetricInfo(key, key.replace("_", " "), _unit_from_name(key), None)
 
 

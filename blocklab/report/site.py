@@ -28,6 +28,7 @@ from blocklab import __version__, device_store, export
 from blocklab.errors import UserError
 from blocklab.report import csvout, data, devices, manifest, parallel, shape
 from blocklab.report.data import ExperimentView, RunView, VariantView
+from blocklab.report.queries import write_queries
 from blocklab.store import ResultsStore
 
 MARKER = ".blocklab-site"
@@ -431,7 +432,8 @@ def write_experiment(w: Writer, db: ResultsStore, results: Path, exp: Experiment
         for i, (r, d) in enumerate(zip(exp.runs, digests, strict=True))
     ]
     w.new.experiments[exp.slug] = entries
-    write_runs_lists(w, exp, labels)
+    has_queries = write_queries(w, db, exp.name, exp.slug)
+    write_runs_lists(w, exp, labels, has_queries=has_queries)
     write_runs_csv(w, db, exp)
     write_grid(w, db, exp, entries, tps)
 
@@ -506,7 +508,9 @@ def _entry(run_id: int, d: str, tps: list[tuple[float, float | None]]) -> manife
     )
 
 
-def write_runs_lists(w: Writer, exp: ExperimentView, labels: dict[str, str]) -> None:
+def write_runs_lists(
+    w: Writer, exp: ExperimentView, labels: dict[str, str], *, has_queries: bool = False
+) -> None:
     """The experiment page, with its runs inline up to RUNS_PER_PAGE runs, else on
     runs-<n>.html pages of RUNS_PER_PAGE runs each (the page then lists the variants)."""
     base = f"e/{exp.slug}"
@@ -532,6 +536,7 @@ def write_runs_lists(w: Writer, exp: ExperimentView, labels: dict[str, str]) -> 
         groups=[] if paged else (pages[0] if pages else []),
         run_pages=len(pages) if paged else 0,
         first_page=first_page,
+        has_queries=has_queries,
         data=experiment_json(exp),
     )
     for n, groups in enumerate(pages if paged else [], 1):
