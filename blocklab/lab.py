@@ -191,10 +191,8 @@ class Lab:
         snap = dataset.load(self.paths, key)
         made_now = snap is None
         if snap is None:
-            self.log(
-                f"making dataset {key}: pgbench -i -s {variant.dataset.scale} "
-                f"-F {variant.dataset.fillfactor} ({inst.key})"
-            )
+            driver = drivers.for_dataset(variant.dataset)
+            self.log(f"making dataset {key}: {driver.dataset_label(variant.dataset)} ({inst.key})")
             snap = dataset.create(
                 cluster,
                 variant.dataset,
@@ -202,7 +200,7 @@ class Lab:
                 key=key,
                 wal_segsize_mb=variant.wal_segsize_mb,
                 data_checksums=variant.data_checksums,
-                driver=drivers.for_workload(variant.workload),
+                driver=driver,
             )
         self._snapshots[key] = snap
         self.datasets[key] = DatasetInfo(

@@ -10,8 +10,9 @@ combinations, and each combination as a labelled Variant.
     storage = { kind = "dir" }        # or a list of tables (blocklab.spec.storage)
     fillfactor = [100, 75]            # pgbench -F, 10..100
     scale = 10                        # pgbench -s
-    workload = "simple-update"        # built-in name, or { builtin | scripts, query_mode }
-    clients = [1, 5, 10, 15]          # pgbench -c
+    workload = "simple-update"        # built-in name, or { builtin | scripts, query_mode },
+                                      # or { driver = "sysbench" | "tpcc", ... } (spec.workload)
+    clients = [1, 5, 10, 15]          # pgbench -c; another driver's threads
     threads = 1                       # pgbench -j, capped at clients
     duration = 60                     # seconds (or "90s", "5min", "1h")
     warmup = 10                       # seconds run before the measured part
@@ -171,7 +172,21 @@ MATRIX_KEYS = tuple(f.key for f in MATRIX)
 
 def dimensions(matrix: dict[str, Any], base: Path) -> list[Dimension]:
     check_keys(matrix, MATRIX_KEYS, "matrix")
-    return [d for f in MATRIX for d in f.read(matrix.get(f.key, f.default), base)]
+    out = []
+    for f in MATRIX:
+        raw = matrix.get(f.key, f.default)
+        if f.key == "workload":  # a driver maps a given scale to its own size
+            scale = matrix.get("scale")
+            out += workload.read(raw, base, scale=scale if isinstance(scale, int) else None)
+        else:
+            out += f.read(raw, base)
+    if "clients" in matrix and workload.has_own_clients(out):
+        raise fail(
+            "matrix.clients",
+            "the workload table gives its driver's threads already",
+            "threads in the workload table, or matrix.clients (a list varies it), not both",
+        )
+    return out
 
 
 # ---------------------------------------------------------------- expansion
@@ -245,6 +260,11 @@ def to_variant(combo: Combo, dims: Sequence[Dimension], label: str, policy: str)
             part, _, leaf = name.partition(".") if "." in name else ("", "", name)
             parts[part][leaf] = value
     w = parts["workload"]
+    own_clients = w.pop(f"{workload.CLIENTS}_of_driver", None)
+    if own_clients is not None:
+        w["clients"] = own_clients
+    if w.get("driver", model.DEFAULT_DRIVER) != model.DEFAULT_DRIVER:
+        w["threads"] = 1  # pgbench -j; a driver's concurrency is its clients
     w["threads"] = min(w["threads"], w["clients"])
     try:
         return Variant(
