@@ -21,7 +21,8 @@ def time_text(v: QueryVariant) -> str:
     return f"{s.mean:.2f} ms [{s.ci95_low:.2f}, {s.ci95_high:.2f}]"
 
 
-def print_queries(console: Console, qs: QueriesSummary) -> None:
+def print_queries(console: Console, qs: QueriesSummary, *, diffs: bool = True) -> None:
+    """The table, the queries whose plan changed and (`diffs`) their plans side by side."""
     if qs.label:
         console.print(Text(f"Workload: {qs.label}.", style="bold"))
     labels = [v.label for v in qs.queries[0].variants] if qs.queries else []
@@ -43,8 +44,9 @@ def print_queries(console: Console, qs: QueriesSummary) -> None:
         f"{len(changed)} of {len(qs.queries)} queries chose a different plan than "
         f"{qs.reference_label or 'the reference'}"
         + (f": {', '.join(q.query for q in changed)}" if changed else ".")
+        + ("" if diffs or not changed else " (plans side by side: blocklab summary)")
     )
-    for q in changed:
+    for q in changed if diffs else []:
         assert q.reference is not None
         for other in q.differing:
             left, right = plan_lines(qs.diff(q, other))

@@ -110,6 +110,8 @@ def run_cmd(
     if file is not None and not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
     from blocklab.experiment import StoppingRule
+    from blocklab.query_summary import summarize_queries
+    from blocklab.query_table import print_queries
     from blocklab.spec import check_machine
     from blocklab.store.factory import check_results, open_results
     from blocklab.summary import restore_note, summarize_experiment
@@ -130,6 +132,9 @@ def run_cmd(
     out = console()
     with open_results(results) as db:
         print_summary(out, summarize_experiment(db, exp.name))
+        queries = summarize_queries(db, exp.name)
+        if queries is not None:  # the plans side by side: blocklab summary
+            print_queries(out, queries, diffs=False)
         out.print(restore_note(db, exp.name, [d.init_s for d in datasets]), highlight=False)
         where = db.location
     out.print(f"\n{outcome.end_reason}. Results: {where} (experiment '{exp.name}').")

@@ -12,42 +12,49 @@ from markupsafe import Markup, escape
 from blocklab.query_summary import QueriesSummary, QueryResult, summarize_queries
 from blocklab.store import ResultsStore
 
-BAR_H, GAP, LABEL_W, PLOT_W = 16, 4, 150, 420
+BAR_H, GAP, LABEL_W, PLOT_W, TEXT_W = 16, 4, 160, 420, 260
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 
 
 def bars_svg(q: QueryResult, colors: dict[str, str]) -> Markup:
-    """Horizontal bars of each variant's mean time with its CI as a whisker."""
+    """Horizontal bars of each variant's mean time with its CI as a whisker. The axis
+    spans 1.5 x the largest mean; a CI reaching past it is cut, its end drawn as an
+    arrow head (the numbers beside the bar are whole)."""
     rows = [(v.label, v.summary, v.variant_id) for v in q.variants if v.summary is not None]
-    tops = [max(s.ci95_high or s.mean, s.mean) for _, s, _ in rows if s is not None]
-    top = max([*tops, 1e-9])
+    top = max([s.mean for _, s, _ in rows if s is not None] + [1e-9]) * 1.5
     scale = PLOT_W / top
     height = len(rows) * (BAR_H + GAP) + GAP
     parts = [
-        f'<svg class="qbars" width="{LABEL_W + PLOT_W + 90}" height="{height}" '
+        f'<svg class="qbars" width="{LABEL_W + PLOT_W + TEXT_W}" height="{height}" '
         f'role="img" aria-label="{escape(q.query)} time per variant">'
     ]
     for i, (label, s, vid) in enumerate(rows):
         assert s is not None
         y = GAP + i * (BAR_H + GAP)
-        w = s.mean * scale
+        mid, x0 = y + BAR_H / 2, LABEL_W
         parts.append(
-            f'<text x="{LABEL_W - 6}" y="{y + BAR_H - 4}" text-anchor="end">{escape(label)}</text>'
-            f'<rect x="{LABEL_W}" y="{y}" width="{w:.1f}" height="{BAR_H}" '
+            f'<text x="{x0 - 6}" y="{y + BAR_H - 4}" text-anchor="end">{escape(label)}</text>'
+            f'<rect x="{x0}" y="{y}" width="{s.mean * scale:.1f}" height="{BAR_H}" '
             f'fill="{colors.get(vid, COLORS[0])}">'
             f"<title>{escape(label)}: {s.mean:.2f} ms</title></rect>"
         )
         if s.ci95_low is not None and s.ci95_high is not None:
-            lo, hi, mid = LABEL_W + s.ci95_low * scale, LABEL_W + s.ci95_high * scale, y + BAR_H / 2
+            lo = x0 + s.ci95_low * scale
+            hi = x0 + min(s.ci95_high * scale, PLOT_W)
+            cut = s.ci95_high * scale > PLOT_W
+            end_mark = (
+                f"M{hi - 5:.1f},{y + 3} L{hi:.1f},{mid} L{hi - 5:.1f},{y + BAR_H - 3}"
+                if cut
+                else f"M{hi:.1f},{y + 3} V{y + BAR_H - 3}"
+            )
             parts.append(
-                f'<path class="ci" d="M{lo:.1f},{mid} H{hi:.1f} M{lo:.1f},{y + 3} V{y + BAR_H - 3} '
-                f'M{hi:.1f},{y + 3} V{y + BAR_H - 3}" stroke="#222" fill="none"/>'
+                f'<path class="ci" d="M{lo:.1f},{mid} H{hi:.1f} M{lo:.1f},{y + 3} '
+                f'V{y + BAR_H - 3} {end_mark}" stroke="#222" fill="none"/>'
             )
         text = f"{s.mean:.2f} ms" + (
             f" [{s.ci95_low:.2f}, {s.ci95_high:.2f}]" if s.ci95_low is not None else f" (n={s.n})"
         )
-        end = LABEL_W + max(w, (s.ci95_high or 0) * scale) + 4
-        parts.append(f'<text x="{end:.1f}" y="{y + BAR_H - 4}">{escape(text)}</text>')
+        parts.append(f'<text x="{x0 + PLOT_W + 6}" y="{y + BAR_H - 4}">{escape(text)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 

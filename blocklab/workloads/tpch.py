@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from blocklab import plans
 from blocklab.errors import BlocklabError, UserError
 from blocklab.installation import Installation
-from blocklab.model import DatasetRequest, WorkloadRequest
+from blocklab.model import DatasetRequest, OptionValue, WorkloadRequest
 from blocklab.store.base import QueryRow
 from blocklab.workloads import gotpc, tools, tpch_log
-from blocklab.workloads.base import Endpoint, RecordPart, WorkloadResult
+from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
 
 if TYPE_CHECKING:
     from blocklab.cluster import Cluster
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 LABEL = "TPC-H-derived, not comparable with published TPC-H results"
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
 MAX_PASSES = 100
+MAX_SCALE_FACTOR = 100.0
+BYTES_PER_SCALE_FACTOR = 1_500_000_000  # PostgreSQL tables + primary keys, roughly
 QUERIES_FILE = "tpch_queries.json"  # in the run's raw directory: texts, times, plans
 # go-tpc's sessions only: the server logs each statement with its duration
 LOG_SETTING = "log_min_duration_statement=0"
@@ -254,6 +256,12 @@ def scale_factor_of(dataset: DatasetRequest) -> float:
     return float(dict(getattr(dataset, "options", ())).get("scale_factor", 0.01))
 
 
+def scale_factor_for(scale: int) -> float:
+    """matrix.scale (the file's or --scale) as a scale factor: 1 -> 0.01 (the smallest,
+    a smoke size: about 10 MB of tables), N -> N / 100."""
+    return min(max(scale, 1) / 100, MAX_SCALE_FACTOR)
+
+
 class TpchDriver:
     name = "tpch"
     throughput_metric = "queries_per_hour"
@@ -261,6 +269,33 @@ class TpchDriver:
     database = "postgres"
     sets_fillfactor = True  # load_argv sets it before the COPY
     vacuum_after_load = False  # load_argv ends with VACUUM (FREEZE, ANALYZE)
+
+    def read_spec(
+        self, table: Mapping[str, Any], path: str, *, scale: int | None = None
+    ) -> DriverSpec:
+        """scale_factor (0.01 to 100; matrix.scale, when given, replaces it: see
+        scale_factor_for), queries, passes. One go-tpc thread always."""
+        sf, opts = read_keys(table, path)
+        if scale is not None:
+            sf = scale_factor_for(scale)
+        run: dict[str, OptionValue] = {"queries": ",".join(opts.queries), "passes": opts.passes}
+        label = f"tpch-sf{sf:g}" + (
+            "" if opts.queries == gotpc.TPCH_QUERIES else f"-{len(opts.queries)}q"
+        )
+        return DriverSpec(label=label, dataset={"scale_factor": sf}, run=run, clients=1)
+
+    def check_machine(self) -> str:
+        """go-tpc (the pinned version) and tpchgen-cli are installed."""
+        tpchgen_program()
+        return tools.locate("tpch").version
+
+    def dataset_bytes(self, dataset: DatasetRequest, block_size_bytes: int) -> tuple[int, str]:
+        sf = scale_factor_of(dataset)
+        nbytes = int(BYTES_PER_SCALE_FACTOR * sf * 100 / dataset.fillfactor)
+        return nbytes, f"TPC-H-like scale factor {sf:g}: about 1.5 GB per unit, tables + keys"
+
+    def dataset_label(self, dataset: DatasetRequest) -> str:
+        return f"tpchgen-cli -s {scale_factor_of(dataset):g}, COPY, fillfactor {dataset.fillfactor}"
 
     def init_commands(
         self, inst: Installation, endpoint: Endpoint, dataset: DatasetRequest
