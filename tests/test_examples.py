@@ -26,6 +26,7 @@ def test_every_example_is_covered() -> None:
         "fs-block-size.toml",
         "page-size-device.toml",
         "page-size.toml",
+        "seed002-tpch-pagesize.toml",
         "wal-block-clients.toml",
     ]
 
