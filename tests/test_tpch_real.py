@@ -7,16 +7,14 @@ mid-run is a failed run."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import kill_postmaster_after
 
 from blocklab import spec
 from blocklab.lab import Lab
@@ -127,20 +125,7 @@ def test_a_server_killed_mid_run_is_a_failed_run(lab: Lab, tmp_path: Path) -> No
     (v,) = spec.load(toml).variants()
     target = lab.prepare(v)
     raw = tmp_path / "raw"
-    killed: list[int] = []
-
-    def killer() -> None:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if (raw / "tpch.argv").exists() and target.cluster.pid:
-                time.sleep(1.5)
-                killed.append(target.cluster.pid)
-                os.kill(target.cluster.pid, signal.SIGKILL)
-                return
-            time.sleep(0.05)
-
-    t = threading.Thread(target=killer)
-    t.start()
+    t, killed = kill_postmaster_after(raw / "tpch.argv", target.cluster, after_s=1.5)
     rec = lab.run(v, experiment="t", round_no=1, position=0, raw_dir=raw)
     t.join()
     assert killed, "the postmaster was never seen running"
