@@ -15,7 +15,7 @@ from typing import Any
 
 from blocklab import device_store
 from blocklab.errors import UserError
-from blocklab.metrics import MetricInfo
+from blocklab.metrics import MetricInfo, drivers_of, throughput_info
 from blocklab.report import shape
 from blocklab.store import RESULTS_DB_NAME, ResultsStore
 from blocklab.store.factory import is_postgres, open_store
@@ -178,7 +178,8 @@ def load_experiment(db: ResultsStore, name: str) -> ExperimentView:
     present = {"tps", "latency_avg_ms"}
     for r in runs:
         present.update(k for k, val in r.metrics.items() if val is not None)
-    metrics = shape.order_metrics(present)
+    throughput = throughput_info(drivers_of(json.dumps(v.variant) for v in variants))
+    metrics = [throughput if m.key == "tps" else m for m in shape.order_metrics(present)]
     _fill_cells(variants, runs, metrics)
     return ExperimentView(
         name=name,
