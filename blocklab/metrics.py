@@ -103,7 +103,9 @@ def throughput_info(driver_names: Iterable[str]) -> MetricInfo:
     if len(names) > 1:
         return MetricInfo("tps", "throughput (each driver's own)", "", True)
     d = drivers.get(names[0])
-    return MetricInfo("tps", f"throughput ({d.throughput_metric})", d.throughput_unit, True)
+    if d.name == drivers.DEFAULT:
+        return _KNOWN["tps"]
+    return MetricInfo("tps", f"throughput {d.throughput_metric}", d.throughput_unit, True)
 
 
 def drivers_of(variant_jsons: Iterable[str | None]) -> list[str]:
