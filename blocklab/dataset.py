@@ -155,8 +155,8 @@ def _load(cluster: Cluster, driver: WorkloadDriver, req: DatasetRequest) -> list
     if trigger:
         cluster.psql(fillfactor.drop_trigger_sql(), dbname=db)
     if req.index_fillfactor is not None:
-        cluster.psql(fillfactor.index_fillfactor_sql(req.index_fillfactor), dbname=db)
-        cluster.psql(fillfactor.reindex_sql(db), dbname=db, timeout_s=24 * 3600)
+        sql = fillfactor.index_fillfactor_sql(req.index_fillfactor)
+        cluster.psql(sql, dbname=db, timeout_s=24 * 3600)
     if driver.vacuum_after_load:
         cluster.psql("VACUUM (ANALYZE)", dbname=db, timeout_s=24 * 3600)
     return fillfactor.parse_relations(cluster.psql(fillfactor.RELATIONS_SQL, dbname=db))

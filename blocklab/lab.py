@@ -58,6 +58,9 @@ class DatasetInfo:
     pgbench_init_s: float
     snapshot_s: float
     size_bytes: int
+    description: str = ""  # the driver's load, e.g. "pgbench -i -s 10 -F 100"
+    table_bytes: int = 0  # every table of the dataset, from the catalogue after the load
+    index_bytes: int = 0
 
 
 def storage_name(req: StorageRequest) -> str:
@@ -213,6 +216,9 @@ class Lab:
             snap.pgbench_init_s,
             snap.snapshot_s,
             snap.size_bytes,
+            drivers.for_dataset(variant.dataset).dataset_label(variant.dataset),
+            snap.table_bytes,
+            snap.index_bytes,
         )
         return snap
 

@@ -7,8 +7,9 @@ name, with a unit guessed from its suffix and no direction.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from blocklab import stats
@@ -96,6 +97,31 @@ SPEED_METRICS = ("tps", "latency_avg_ms")  # compared as faster/slower
 _QUERY_KEY = re.compile(r"^(q\d+)_mean_ms$")  # blocklab.workloads.tpch.metrics_of
 # <scope>_<read|write>_bytes[_per_xact], scopes as blocklab.probes.derived.device_scopes
 _DEVICE_KEY = re.compile(r"^(host_device|device)(?:_(\w+?))?_(read|write)_bytes(_per_xact)?$")
+
+
+def throughput_info(driver_names: Iterable[str]) -> MetricInfo:
+    """The `tps` column's meaning for an experiment's drivers: each driver stores its own
+    throughput there (pgbench and sysbench transactions/s, tpcc tpmC in NEW_ORDER/min)."""
+    from blocklab.workloads import drivers
+
+    names = sorted(set(driver_names)) or [drivers.DEFAULT]
+    if len(names) > 1:
+        return MetricInfo("tps", "throughput (each driver's own)", "", True)
+    d = drivers.get(names[0])
+    if d.name == drivers.DEFAULT:
+        return _KNOWN["tps"]
+    return MetricInfo("tps", f"throughput {d.throughput_metric}", d.throughput_unit, True)
+
+
+def drivers_of(variant_jsons: Iterable[str | None]) -> list[str]:
+    """The workload drivers of stored variants (their JSON leaves pgbench's out)."""
+    from blocklab.model import DEFAULT_DRIVER
+
+    out = set()
+    for text in variant_jsons:
+        workload = json.loads(text or "{}").get("workload", {})
+        out.add(workload.get("driver", DEFAULT_DRIVER))
+    return sorted(out)
 
 
 def metric_info(key: str) -> MetricInfo:

@@ -15,6 +15,7 @@ stopped by PID whatever happens (try/finally, KeyboardInterrupt included).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -66,9 +67,14 @@ def default_instrumentation() -> InstrumentationFactory:
 
 
 def probe_context(target: RunTarget, log_path: Path) -> ProbeContext:
+    """The probes look at the workload's database and at its dataset's tables (the
+    snapshot's; pgbench's four when an older snapshot did not list them)."""
     c = target.cluster
+    tables = tuple(r["name"] for r in target.snapshot.relations if r["kind"] == "table")
+    conninfo = re.sub(r"dbname=\S+", f"dbname={target.driver.database}", c.conninfo)
     return ProbeContext(
-        conninfo=c.conninfo,
+        conninfo=conninfo,
+        relations=tables or probes.DEFAULT_RELATIONS,
         data_dir=c.data_dir,
         wal_dir=c.wal_dir,
         server_log=log_path,

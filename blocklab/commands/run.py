@@ -195,9 +195,10 @@ def _prepare(lab: Lab, variants: list[Variant], console: Console) -> None:
     for info in lab.datasets.values():
         made = "made" if info.made_now else "found"
         console.print(
-            f"dataset {info.key} (scale {info.scale}, fillfactor {info.fillfactor}): {made}; "
+            f"dataset {info.key} ({info.description}, fillfactor {info.fillfactor}): {made}; "
             f"initialisation {info.init_s:.1f} s, snapshot {info.snapshot_s:.1f} s, "
-            f"{info.size_bytes / 2**20:.0f} MiB",
+            f"{info.size_bytes / 2**20:.0f} MiB (tables {info.table_bytes / 2**20:.1f} MiB, "
+            f"indexes {info.index_bytes / 2**20:.1f} MiB)",
             highlight=False,
         )
 

@@ -454,7 +454,7 @@ def _write_runs(
     runs = [exp.runs[i] for i, _ in todo]
     stream = db.series_of_runs([r.id for r in runs])
     for (i, kept), run, (_, series) in zip(todo, runs, stream, strict=True):
-        tps[run.id] = series.get("tps", [])
+        tps[run.id] = data.throughput_series(series)
         if not kept:
             write_run(w, results, exp, run, data.run_detail(db, run.id, series))
         if i >= long_from:
@@ -591,7 +591,7 @@ def write_run(
         checkpoints=detail.checkpoints,
         raw_files=raw_files,
         has_series=any(detail.series.values()),
-        data=run_json(detail),
+        data=run_json(detail, exp.throughput_name),
     )
 
 
@@ -615,7 +615,8 @@ def write_grid(
             w.files.add(f"{base}/{rel}")
             continue
         lines = [
-            _grid_line(r, label, tps.get(r) or db.series(r).get("tps", [])) for r, label in runs
+            _grid_line(r, label, tps.get(r) or data.throughput_series(db.series(r)))
+            for r, label in runs
         ]
         w.put(f"{base}/{rel}", grid_shard(n, lines))
     w.page(f"{base}/grid.html", "grid.html", page="grid", exp=exp, data=page)
@@ -758,11 +759,13 @@ def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
     }
 
 
-def run_json(detail: data.RunDetail) -> dict[str, Any]:
+def run_json(detail: data.RunDetail, throughput_name: str = "tps") -> dict[str, Any]:
     ts = [t for pts in detail.series.values() for t, _ in pts]
     return {
         "series": {k: compact(v) for k, v in detail.series.items()},
-        "ma10": compact(shape.moving_average(detail.series.get("tps", []), 10.0)),
+        "ma10": compact(shape.moving_average(data.throughput_series(detail.series), 10.0)),
+        "throughput": compact(data.throughput_series(detail.series)),
+        "throughput_name": throughput_name,
         "checkpoints": detail.checkpoints,
         "tmin": min(ts, default=0.0),
         "tmax": max(ts, default=1.0),
@@ -810,6 +813,7 @@ def grid_json(exp: ExperimentView, entries: list[manifest.RunEntry]) -> dict[str
         "cells": list(cells.values()),
         "colors": colors,
         "ymax": max((e.tps_max or 0.0 for e in ok), default=1.0) * 1.05,
+        "throughput_name": exp.throughput_name,
         "tmin": min(tmins, default=0.0),
         "tmax": max(tmaxs, default=1.0),
     }

@@ -8,7 +8,9 @@ combinations, and each combination as a labelled Variant.
     wal_segsize_mb = 16               # initdb --wal-segsize: power of two, 1..1024
     segsize_gb = 1                    # relation segment, GB
     storage = { kind = "dir" }        # or a list of tables (blocklab.spec.storage)
-    fillfactor = [100, 75]            # pgbench -F, 10..100
+    fillfactor = [100, 75]            # every table of the workload, set before the load
+    index_fillfactor = 90             # every B-tree index, after the load (REINDEX);
+                                      # absent: the B-tree default (90)
     scale = 10                        # pgbench -s
     workload = "simple-update"        # built-in name, or { builtin | scripts, query_mode },
                                       # or { driver = "sysbench" | "tpcc", ... } (spec.workload)
@@ -158,6 +160,7 @@ MATRIX: tuple[Family, ...] = (
     plain("segsize_gb", 1, GB, "build.segsize_gb", "relseg={}G"),
     Family("storage", {"kind": "dir"}, storage.read),
     plain("fillfactor", 100, _int(10, 100), "dataset.fillfactor", "ff={}"),
+    plain("index_fillfactor", None, _int(10, 100), "dataset.index_fillfactor", "iff={}"),
     plain("scale", 10, _int(1, 100000), "dataset.scale", "s={}"),
     Family("workload", "simple-update", workload.read),
     plain("clients", 4, _int(1, 10000), "workload.clients", "c={}"),
@@ -168,12 +171,15 @@ MATRIX: tuple[Family, ...] = (
     Family("settings", {}, settings.read),
 )
 MATRIX_KEYS = tuple(f.key for f in MATRIX)
+OPTIONAL = ("index_fillfactor",)  # keys that are a dimension only when the file gives them
 
 
 def dimensions(matrix: dict[str, Any], base: Path) -> list[Dimension]:
     check_keys(matrix, MATRIX_KEYS, "matrix")
     out = []
     for f in MATRIX:
+        if f.key in OPTIONAL and f.key not in matrix:
+            continue  # absent: not a dimension, and not in the experiment's JSON
         raw = matrix.get(f.key, f.default)
         if f.key == "workload":  # a driver maps a given scale to its own size
             scale = matrix.get("scale")

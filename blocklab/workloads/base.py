@@ -144,6 +144,10 @@ class WorkloadDriver(Protocol):
         """A rough size of the loaded tables and indexes, and how it was estimated."""
         ...
 
+    def load_estimate_s(self, dataset: DatasetRequest) -> float:
+        """A rough time of the load (for the plan's ETA)."""
+        ...
+
     def dataset_label(self, dataset: DatasetRequest) -> str:
         """The dataset in a log line: "pgbench -s 10", "sysbench 4 x 100000 rows"."""
         ...

@@ -49,7 +49,7 @@ def drop_trigger_sql() -> str:
 
 
 def index_fillfactor_sql(fillfactor: int) -> str:
-    """Sets `fillfactor` on every B-tree index of the user's schemas (REINDEX applies it)."""
+    """Sets `fillfactor` on every B-tree index of the user's schemas and rebuilds it."""
     ff = _int("index_fillfactor", fillfactor)
     return f"""
 DO $do$
@@ -61,14 +61,11 @@ BEGIN
            WHERE c.relkind = 'i' AND a.amname = 'btree' AND {USER_SCHEMAS}
   LOOP
     EXECUTE format('ALTER INDEX %s SET (fillfactor = {ff})', r.idx);
+    EXECUTE format('REINDEX INDEX %s', r.idx);
   END LOOP;
 END
 $do$;
 """
-
-
-def reindex_sql(database: str) -> str:
-    return f'REINDEX DATABASE "{database}"'
 
 
 # one line per table and index of the user's schemas: name|kind|reloptions|bytes

@@ -45,6 +45,10 @@ class PgbenchDriver:
         nbytes = sizing.pgbench_tables_bytes(dataset.scale, dataset.fillfactor, block_size_bytes)
         return nbytes, f"pgbench scale {dataset.scale}"
 
+    def load_estimate_s(self, dataset: DatasetRequest) -> float:
+        """pgbench -i, VACUUM and the snapshot: a few seconds plus 0.6 s per scale unit."""
+        return 5.0 + 0.6 * dataset.scale
+
     def dataset_label(self, dataset: DatasetRequest) -> str:
         return f"pgbench -i -s {dataset.scale} -F {dataset.fillfactor}"
 
