@@ -300,7 +300,7 @@ class TpchDriver:
         return 20.0 + 300.0 * scale_factor_of(dataset)
 
     def dataset_label(self, dataset: DatasetRequest) -> str:
-        return f"tpchgen-cli -s {scale_factor_of(dataset):g}, COPY, fillfactor {dataset.fillfactor}"
+        return f"tpchgen-cli -s {scale_factor_of(dataset):g}, COPY"
 
     def init_commands(
         self, inst: Installation, endpoint: Endpoint, dataset: DatasetRequest
