@@ -10,12 +10,14 @@ import json
 from dataclasses import dataclass, fields
 
 from blocklab.store import ResultsStore, Row, RunRecord
+from blocklab.store.base import QueryRow
 
 # RunRecord's fields that are columns of runs, stored as they are
 RUN_SCALARS = tuple(
     f.name
     for f in fields(RunRecord)
-    if f.name not in ("raw_dir", "settings", "provenance", "metrics", "series", "checkpoints")
+    if f.name
+    not in ("raw_dir", "settings", "provenance", "metrics", "series", "checkpoints", "queries")
 )
 
 
@@ -67,6 +69,8 @@ def _copy_experiment(src: ResultsStore, dest: ResultsStore, exp: Row) -> None:
 def _record(src: ResultsStore, dest: ResultsStore, row: Row) -> RunRecord:
     run_id = int(row["id"])
     raw = row["raw_dir"]
+    query_rows = src.run_queries(row["experiment"], run_id)
+    plan_of = src.query_plans([q["plan_fingerprint"] for q in query_rows if q["plan_fingerprint"]])
     return RunRecord(
         **{k: row[k] for k in RUN_SCALARS},
         raw_dir=dest.raw_ref(src.directory / raw) if raw else "",
@@ -77,5 +81,16 @@ def _record(src: ResultsStore, dest: ResultsStore, row: Row) -> RunRecord:
         checkpoints=[
             dict(zip(c.keys(), [c[k] for k in c.keys()], strict=True))
             for c in src.checkpoints(run_id)
+        ],
+        queries=[
+            QueryRow(
+                q["query"],
+                q["calls"],
+                q["time_ms_mean"],
+                q["time_ms_total"],
+                q["plan_fingerprint"],
+                plan_of.get(q["plan_fingerprint"] or ""),
+            )
+            for q in query_rows
         ],
     )

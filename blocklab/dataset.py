@@ -1,11 +1,18 @@
-"""Datasets: initialise once (initdb + the workload driver's init commands, e.g.
-`pgbench -i`), snapshot the stopped data directory, restore the snapshot before every
-run so that every run starts from identical bytes.
+"""Datasets: initialise once (initdb + the workload driver's load, e.g. `pgbench -i`,
+`sysbench ... prepare`, `go-tpc tpcc prepare`), snapshot the stopped data directory,
+restore the snapshot before every run so that every run starts from identical bytes.
 
 A snapshot lives in `paths.work/datasets/<key>/` with `data/` (and `wal/` when pg_wal is
 separate) and `meta.json`; the completion marker `COMPLETE` is written last, so a
 snapshot directory without it is garbage and is rebuilt. Copies are made with `cp -a`
 (ownership, permissions, symlinks preserved); rsync is not assumed.
+
+The load, for every driver alike (blocklab.workloads.base): the driver's database is
+created unless it is "postgres"; the table fillfactor is set on every table the load
+creates (blocklab.workloads.fillfactor's event trigger) unless the driver's own load sets
+it (pgbench -F); the index fillfactor, when given, is set on every B-tree index and
+applied with REINDEX; VACUUM (ANALYZE) when the driver asks for it. Then every table's
+and index's reloptions and bytes are read from the catalogue into the snapshot's meta.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +32,7 @@ from blocklab.cluster import Cluster, clear_dir, private_dir
 from blocklab.model import DatasetRequest
 from blocklab.paths import Paths, ensure_dir, safe_remove_tree, tree_size_bytes
 from blocklab.sources import file_lock
-from blocklab.workloads import drivers
+from blocklab.workloads import drivers, fillfactor
 from blocklab.workloads.base import WorkloadDriver, endpoint
 
 MARKER = "COMPLETE"
@@ -43,6 +50,19 @@ class Snapshot:
     pgbench_init_s: float  # pgbench -i alone
     snapshot_s: float  # copying the stopped data directory into the snapshot
     size_bytes: int
+    driver: str = drivers.DEFAULT
+    options: dict[str, Any] = field(default_factory=dict)  # the driver's size keys
+    index_fillfactor: int | None = None
+    # every table and index after the load: name, kind, reloptions, bytes
+    relations: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def table_bytes(self) -> int:
+        return sum(r["bytes"] for r in self.relations if r["kind"] == "table")
+
+    @property
+    def index_bytes(self) -> int:
+        return sum(r["bytes"] for r in self.relations if r["kind"] == "index")
 
     @property
     def data(self) -> Path:
@@ -92,10 +112,10 @@ def create(
     data_checksums: bool,
     driver: WorkloadDriver | None = None,
 ) -> Snapshot:
-    """initdb, start, the driver's init commands (`pgbench -i -s SCALE -F FILLFACTOR`; the
-    default driver when None), stop, snapshot. The cluster's data (and WAL) directories
-    are emptied first; the server is stopped on any failure."""
-    driver = driver or drivers.get(drivers.DEFAULT)
+    """initdb, start, the driver's load (see the module's docstring; the dataset's driver
+    when None), stop, snapshot. The cluster's data (and WAL) directories are emptied
+    first; the server is stopped on any failure."""
+    driver = driver or drivers.for_dataset(req)
     root = snapshot_root(paths, key)
     safe_remove_tree(root, [paths.work])
     cluster.remove_data()
@@ -106,8 +126,7 @@ def create(
         cluster.start()
         t1 = time.monotonic()
         faults.step("dataset_load")
-        for argv in driver.init_commands(cluster.inst, endpoint(cluster), req):
-            proc.run(argv, timeout_s=24 * 3600)
+        relations = _load(cluster, driver, req)
         pgbench_init_s = time.monotonic() - t1
     finally:
         cluster.stop()
@@ -128,9 +147,33 @@ def create(
         pgbench_init_s=pgbench_init_s,
         snapshot_s=time.monotonic() - t2,
         size_bytes=tree_size_bytes(root),
+        driver=req.driver,
+        options=dict(req.options),
+        index_fillfactor=req.index_fillfactor,
+        relations=relations,
     )
     _write_meta(snap)
     return snap
+
+
+def _load(cluster: Cluster, driver: WorkloadDriver, req: DatasetRequest) -> list[dict[str, Any]]:
+    """The driver's load into the running cluster, with fillfactors; the relations."""
+    db = driver.database
+    if db != "postgres":
+        cluster.psql(f'CREATE DATABASE "{db}"')
+    trigger = not driver.sets_fillfactor and req.fillfactor < 100
+    if trigger:
+        cluster.psql(fillfactor.install_trigger_sql(req.fillfactor), dbname=db)
+    for argv in driver.init_commands(cluster.inst, endpoint(cluster), req):
+        proc.run(argv, timeout_s=24 * 3600)
+    if trigger:
+        cluster.psql(fillfactor.drop_trigger_sql(), dbname=db)
+    if req.index_fillfactor is not None:
+        sql = fillfactor.index_fillfactor_sql(req.index_fillfactor)
+        cluster.psql(sql, dbname=db, timeout_s=24 * 3600)
+    if driver.vacuum_after_load:
+        cluster.psql("VACUUM (ANALYZE)", dbname=db, timeout_s=24 * 3600)
+    return fillfactor.parse_relations(cluster.psql(fillfactor.RELATIONS_SQL, dbname=db))
 
 
 def _write_meta(snap: Snapshot) -> None:

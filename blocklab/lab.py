@@ -59,6 +59,9 @@ class DatasetInfo:
     pgbench_init_s: float
     snapshot_s: float
     size_bytes: int
+    description: str = ""  # the driver's load, e.g. "pgbench -i -s 10 -F 100"
+    table_bytes: int = 0  # every table of the dataset, from the catalogue after the load
+    index_bytes: int = 0
 
 
 def storage_name(req: StorageRequest, instance: str = "") -> str:
@@ -213,6 +216,9 @@ class Lab:
             snap.pgbench_init_s,
             snap.snapshot_s,
             snap.size_bytes,
+            drivers.for_dataset(variant.dataset).dataset_label(variant.dataset),
+            snap.table_bytes,
+            snap.index_bytes,
         )
         return snap
 
@@ -222,10 +228,8 @@ class Lab:
         snap = dataset.load(self.paths, key)
         if snap is not None:
             return snap, False
-        self.log(
-            f"making dataset {key}: pgbench -i -s {variant.dataset.scale} "
-            f"-F {variant.dataset.fillfactor} ({inst.key})"
-        )
+        driver = drivers.for_dataset(variant.dataset)
+        self.log(f"making dataset {key}: {driver.dataset_label(variant.dataset)} ({inst.key})")
         snap = dataset.create(
             cluster,
             variant.dataset,
@@ -233,7 +237,7 @@ class Lab:
             key=key,
             wal_segsize_mb=variant.wal_segsize_mb,
             data_checksums=variant.data_checksums,
-            driver=drivers.for_workload(variant.workload),
+            driver=driver,
         )
         return snap, True
 

@@ -7,8 +7,9 @@ name, with a unit guessed from its suffix and no direction.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from blocklab import stats
@@ -78,6 +79,10 @@ KNOWN_METRICS = (
     MetricInfo("table_free_bytes", "table free bytes after the run", "bytes", None),
     MetricInfo("index_bytes", "index bytes after the run", "bytes", None),
     MetricInfo("latency_stddev_ms", "latency (stddev)", "ms", False),
+    # SQL query workloads (tpch): the server's own statement durations
+    MetricInfo("queries_per_hour", "queries per hour (server time)", "queries/h", True),
+    MetricInfo("query_time_total_ms", "all queries' server time", "ms", False),
+    MetricInfo("query_time_ms", "query time (server, mean per call)", "ms", False),
     # blocklab.footprint: the data volume after the run, trimmed, per 4 KiB block
     MetricInfo("footprint_logical_bytes", "relations (table + index) bytes", "bytes", None),
     MetricInfo("footprint_allocated_bytes", "data volume allocated bytes", "bytes", None),
@@ -89,8 +94,34 @@ RUN_COLUMN_METRICS = ("tps", "latency_avg_ms", "latency_stddev_ms")  # in the ru
 SPEED_METRICS = ("tps", "latency_avg_ms")  # compared as faster/slower
 
 
+_QUERY_KEY = re.compile(r"^(q\d+)_mean_ms$")  # blocklab.workloads.tpch.metrics_of
 # <scope>_<read|write>_bytes[_per_xact], scopes as blocklab.probes.derived.device_scopes
 _DEVICE_KEY = re.compile(r"^(host_device|device)(?:_(\w+?))?_(read|write)_bytes(_per_xact)?$")
+
+
+def throughput_info(driver_names: Iterable[str]) -> MetricInfo:
+    """The `tps` column's meaning for an experiment's drivers: each driver stores its own
+    throughput there (pgbench and sysbench transactions/s, tpcc tpmC in NEW_ORDER/min)."""
+    from blocklab.workloads import drivers
+
+    names = sorted(set(driver_names)) or [drivers.DEFAULT]
+    if len(names) > 1:
+        return MetricInfo("tps", "throughput (each driver's own)", "", True)
+    d = drivers.get(names[0])
+    if d.name == drivers.DEFAULT:
+        return _KNOWN["tps"]
+    return MetricInfo("tps", f"throughput {d.throughput_metric}", d.throughput_unit, True)
+
+
+def drivers_of(variant_jsons: Iterable[str | None]) -> list[str]:
+    """The workload drivers of stored variants (their JSON leaves pgbench's out)."""
+    from blocklab.model import DEFAULT_DRIVER
+
+    out = set()
+    for text in variant_jsons:
+        workload = json.loads(text or "{}").get("workload", {})
+        out.add(workload.get("driver", DEFAULT_DRIVER))
+    return sorted(out)
 
 
 def metric_info(key: str) -> MetricInfo:
@@ -99,6 +130,9 @@ def metric_info(key: str) -> MetricInfo:
     device = _device_metric(key)
     if device is not None:
         return device
+    query = _QUERY_KEY.match(key)
+    if query is not None:
+        return MetricInfo(key, f"{query.group(1)} time (server, mean per call)", "ms", False)
     return MetricInfo(key, key.replace("_", " "), _unit_from_name(key), None)
 
 

@@ -9,9 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 BLOCK_SIZES_KB = (1, 2, 4, 8, 16, 32)
 WAL_BLOCK_SIZES_KB = (1, 2, 4, 8, 16, 32, 64)
@@ -19,6 +28,10 @@ SEGSIZES_GB = (1, 2, 4, 8, 16, 32)  # --with-segsize (relation segment), GB
 BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
 QUERY_MODES = ("simple", "extended", "prepared")
 STORAGE_KINDS = ("dir", "ext4", "xfs", "btrfs", "device")
+DEFAULT_DRIVER = "pgbench"
+# a driver's own keys (dataset size, run options): name -> value, sorted by name
+OptionValue = str | int | float | bool
+Options = tuple[tuple[str, OptionValue], ...]
 
 
 class Frozen(BaseModel):
@@ -92,12 +105,52 @@ class StorageRequest(Frozen):
         return "-".join(parts)
 
 
+def _omit_defaults(data: dict[str, object], defaults: dict[str, object]) -> dict[str, object]:
+    """The keys a driver adds are left out at their defaults, so that a pgbench variant's
+    JSON (and its variant id, dataset key) is what it was before drivers had keys."""
+
+    def default(k: str, v: object) -> bool:
+        d = defaults.get(k, ...)
+        return v == d or (d == () and isinstance(v, list | tuple) and not v)
+
+    return {k: v for k, v in data.items() if not default(k, v)}
+
+
+def options_of(items: Mapping[str, OptionValue]) -> Options:
+    return tuple(sorted(items.items()))
+
+
 class DatasetRequest(Frozen):
+    """A workload's initialised data: its driver, the driver's size keys (`options`,
+    e.g. sysbench tables and table_size; empty for pgbench, whose size is `scale`), the
+    table fillfactor and the index fillfactor (None: the B-tree default)."""
+
     scale: int = Field(default=10, ge=1)
     fillfactor: int = Field(default=100, ge=10, le=100)
+    driver: str = DEFAULT_DRIVER
+    options: Options = ()
+    index_fillfactor: int | None = Field(default=None, ge=10, le=100)
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        return _omit_defaults(
+            handler(self),
+            {"driver": DEFAULT_DRIVER, "options": (), "index_fillfactor": None},
+        )
+
+    def option(self, name: str, default: OptionValue | None = None) -> OptionValue | None:
+        return dict(self.options).get(name, default)
 
 
 class WorkloadRequest(Frozen):
+    """What runs against a dataset. `driver` names a blocklab.workloads driver; pgbench's
+    keys are the fields builtin, scripts and query_mode, another driver's run keys are in
+    `options` (e.g. sysbench's test). `clients` is the number of concurrent connections
+    for every driver (pgbench -c, sysbench --threads, go-tpc -T); `threads` is pgbench -j
+    (1 for other drivers)."""
+
+    driver: str = DEFAULT_DRIVER
+    options: Options = ()
     builtin: Literal["tpcb-like", "simple-update", "select-only"] | None = "simple-update"
     scripts: tuple[str, ...] = ()  # custom script files (absolute paths), "file@weight" allowed
     query_mode: Literal["simple", "extended", "prepared"] = "prepared"
@@ -106,8 +159,19 @@ class WorkloadRequest(Frozen):
     duration_s: int = Field(default=10, ge=1)
     warmup_s: int = Field(default=0, ge=0)
 
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        return _omit_defaults(handler(self), {"driver": DEFAULT_DRIVER, "options": ()})
+
+    def option(self, name: str, default: OptionValue | None = None) -> OptionValue | None:
+        return dict(self.options).get(name, default)
+
     @model_validator(mode="after")
     def _one_script_kind(self) -> WorkloadRequest:
+        if self.driver != DEFAULT_DRIVER:
+            if self.builtin is not None or self.scripts:
+                raise ValueError(f"pgbench scripts are not options of driver {self.driver!r}")
+            return self
         if self.builtin is None and not self.scripts:
             raise ValueError("a workload needs a built-in script or script files")
         if self.threads > self.clients:

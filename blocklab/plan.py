@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from blocklab.model import BuildRequest, Variant
 from blocklab.spec import Experiment
+from blocklab.workloads import drivers
 
 PER_RUN_OVERHEAD_S = 8.0  # restore the snapshot, start, probes, stop, store
 BUILD_S = 180.0  # one PostgreSQL build here (make -j2) plus its verification
@@ -30,11 +31,6 @@ def round_order(variant_ids: Sequence[str], seed: int, round_no: int) -> list[st
     order = list(ids)
     random.Random(f"{seed}:{round_no}").shuffle(order)
     return order
-
-
-def dataset_estimate_s(scale: int) -> float:
-    """pgbench -i, VACUUM and the snapshot: a few seconds plus about 0.6 s per scale unit."""
-    return 5.0 + 0.6 * scale
 
 
 def run_estimate_s(v: Variant) -> float:
@@ -92,7 +88,9 @@ def describe(
         max_runs=None if max_rounds is None else len(variants) * max_rounds,
         first_round=[by_id[i].label for i in first],
         eta_builds_s=len(to_make) * BUILD_S,
-        eta_datasets_s=sum(dataset_estimate_s(v.dataset.scale) for v in datasets.values()),
+        eta_datasets_s=sum(
+            drivers.for_dataset(v.dataset).load_estimate_s(v.dataset) for v in datasets.values()
+        ),
         eta_runs_s=per_round_s * exp.rounds,
         eta_max_runs_s=None if max_rounds is None else per_round_s * max_rounds,
     )

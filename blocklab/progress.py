@@ -13,7 +13,8 @@ from blocklab.store import RunRecord
 
 def _describe(record: RunRecord) -> str:
     if record.status == "ok" and record.tps is not None:
-        return f"{record.tps:.1f} tps, {record.latency_avg_ms or 0:.3f} ms"
+        metric = record.provenance.get("throughput_metric", "tps")
+        return f"{record.tps:.1f} {metric}, {record.latency_avg_ms or 0:.3f} ms"
     return f"FAILED: {record.reason}"
 
 

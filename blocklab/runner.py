@@ -67,9 +67,14 @@ def default_instrumentation() -> InstrumentationFactory:
 
 
 def probe_context(target: RunTarget, log_path: Path) -> ProbeContext:
+    """The probes look at the workload's database and at its dataset's tables (the
+    snapshot's; pgbench's four when an older snapshot did not list them)."""
     c = target.cluster
+    tables = tuple(r["name"] for r in target.snapshot.relations if r["kind"] == "table")
+    conninfo = re.sub(r"dbname=\S+", f"dbname={target.driver.database}", c.conninfo)
     return ProbeContext(
-        conninfo=c.conninfo,
+        conninfo=conninfo,
+        relations=tables or probes.DEFAULT_RELATIONS,
         data_dir=c.data_dir,
         wal_dir=c.wal_dir,
         server_log=log_path,
@@ -201,6 +206,8 @@ def _execute(
     acc.server_alive = c.alive()
     if started is not None and acc.server_alive:
         _end_probes(target, started, acc)
+    if acc.server_alive and acc.exit_code == 0:
+        _plan_pass(target, acc, log_offset)
     if acc.server_alive:
         acc.settings = c.settings_readback()
         acc.provenance["collected"] = _collect_provenance(target, acc)
@@ -333,6 +340,20 @@ def _measure(target: RunTarget, acc: _Acc) -> None:
     _save(acc.raw_dir, driver.name, acc.argv, res.stdout, res.stderr, res.returncode)
 
 
+def _plan_pass(target: RunTarget, acc: _Acc, log_offset: int) -> None:
+    """A driver's pass after the measured window, server up (tpch: per-query times from
+    the server log and every query's plan, into the raw directory)."""
+    hook = getattr(target.driver, "plan_pass", None)
+    if hook is None:
+        return
+    t0 = time.monotonic()
+    with open(target.cluster.log_path, "rb") as f:
+        f.seek(log_offset)
+        log_text = f.read().decode(errors="replace")
+    hook(target.cluster, target.variant.workload, log_text, acc.raw_dir)
+    acc.timed("plan_pass_s", t0)
+
+
 def _save(raw_dir: Path, stem: str, argv: list[str], out: str, err: str, code: int) -> None:
     (raw_dir / f"{stem}.argv").write_text(shlex.join(argv) + "\n")
     (raw_dir / f"{stem}.stdout").write_text(out)
@@ -456,6 +477,9 @@ def _fill_results(
     part = driver.record(result, acc.stderr, acc.raw_dir)
     series.update(part.series)
     metrics.update(part.metrics)
+    rec.queries = list(part.queries)
+    if part.throughput is not None:
+        rec.tps = part.throughput
     rec.series, rec.metrics = series, metrics
 
 
@@ -468,6 +492,9 @@ def _provenance(target: RunTarget, acc: _Acc, result: WorkloadResult) -> dict[st
             f"{name}_argv": acc.argv,
             f"{name}_version": result.version,
             f"{name}_report": dict(result.report),
+            "driver": name,
+            "throughput_metric": target.driver.throughput_metric,
+            "throughput_unit": result.throughput_unit,
         },
         build_key=c.inst.key,
         version=acc.settings.get("server_version", {}).get("setting") or c.inst.version,
@@ -479,11 +506,18 @@ def _provenance(target: RunTarget, acc: _Acc, result: WorkloadResult) -> dict[st
             "data_checksums": v.data_checksums,
             "storage": v.storage.label(),
             "fillfactor": v.dataset.fillfactor,
+            "index_fillfactor": v.dataset.index_fillfactor,
         },
         dataset={
             "key": snap.key,
+            "driver": snap.driver,
+            "options": snap.options,
             "scale": snap.scale,
             "fillfactor": snap.fillfactor,
+            "index_fillfactor": snap.index_fillfactor,
+            "table_bytes": snap.table_bytes,
+            "index_bytes": snap.index_bytes,
+            "relations": snap.relations,
             "init_s": snap.init_s,
             "snapshot_s": snap.snapshot_s,
             "size_bytes": snap.size_bytes,

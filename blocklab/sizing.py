@@ -44,7 +44,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from blocklab.errors import UserError
-from blocklab.model import StorageRequest, Variant
+from blocklab.model import DatasetRequest, StorageRequest, Variant
 from blocklab.settings_policy import value_bytes
 
 MIB = 1024 * 1024
@@ -136,12 +136,22 @@ def wal_need(max_wal_size_bytes: int, wal_segment_bytes: int, wal_keep_size_byte
     return Need(total, how)
 
 
-def data_need(scale: int, fillfactor: int, block_size_bytes: int, wal: Need | None) -> Need:
-    """Room for the data directory; `wal` is pg_wal's need when it stays inside."""
-    tables = pgbench_tables_bytes(scale, fillfactor, block_size_bytes)
+def data_need(
+    scale: int,
+    fillfactor: int,
+    block_size_bytes: int,
+    wal: Need | None,
+    dataset: DatasetRequest | None = None,
+) -> Need:
+    """Room for the data directory; `wal` is pg_wal's need when it stays inside. The
+    tables' size is the dataset's driver's estimate (pgbench scale `scale` when None)."""
+    dataset = dataset or DatasetRequest(scale=scale, fillfactor=fillfactor)
+    from blocklab.workloads import drivers
+
+    tables, what = drivers.for_dataset(dataset).dataset_bytes(dataset, block_size_bytes)
     total = CLUSTER_BYTES + RUN_GROWTH_FACTOR * tables
     how = (
-        f"pgbench scale {scale} at fillfactor {fillfactor} on {block_size_bytes // 1024} kB "
+        f"{what} at fillfactor {dataset.fillfactor} on {block_size_bytes // 1024} kB "
         f"pages: tables and indexes {mb(tables)} x {RUN_GROWTH_FACTOR} for growth during a "
         f"run + {mb(CLUSTER_BYTES)} for the cluster"
     )
@@ -165,6 +175,7 @@ def variant_needs(variant: Variant) -> StorageNeeds:
         variant.dataset.fillfactor,
         variant.build.block_size_kb * 1024,
         None if separate else wal,
+        variant.dataset,
     )
     return StorageNeeds(data, wal if separate else None)
 

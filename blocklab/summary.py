@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blocklab import stats
-from blocklab.metrics import RUN_COLUMN_METRICS, compare, metric_info, summarize, verdict_text
+from blocklab.metrics import (
+    RUN_COLUMN_METRICS,
+    MetricInfo,
+    compare,
+    drivers_of,
+    metric_info,
+    summarize,
+    throughput_info,
+    verdict_text,
+)
 from blocklab.store import ResultsStore, Row
 
 
@@ -35,6 +44,7 @@ class VariantSummary:
 class ExperimentSummary:
     name: str
     metric: str
+    info: MetricInfo  # the metric's label and unit (tps: the driver's throughput)
     reference_id: str | None
     state: str
     end_reason: str
@@ -74,9 +84,13 @@ def summarize_experiment(db: ResultsStore, name: str, metric: str = "tps") -> Ex
     ref_id = exp["reference"]
     all_runs = db.runs(name)
     rounds_done = len({r["round"] for r in all_runs})
-    result = ExperimentSummary(name, metric, ref_id, exp["state"], exp["end_reason"], rounds_done)
-    info = metric_info(metric)
     variants = db.variants(name)
+    info = metric_info(metric)
+    if metric == "tps":
+        info = throughput_info(drivers_of(v["variant_json"] for v in variants))
+    result = ExperimentSummary(
+        name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done
+    )
     labels = {v["variant_id"]: v["label"] for v in variants}
     runs_of: dict[str, list[Row]] = {vid: [] for vid in labels}
     for r in all_runs:

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from blocklab import stats
-from blocklab.metrics import MetricInfo, metric_info
+from blocklab.metrics import MetricInfo
 from blocklab.summary import ExperimentSummary, VariantSummary
 from blocklab.units import NO_VALUE, fmt_difference, fmt_value
 
@@ -108,7 +108,7 @@ def gain_text(c: stats.Comparison, unit: str) -> str:
 
 
 def print_summary(console: Console, s: ExperimentSummary) -> None:
-    info = metric_info(s.metric)
+    info = s.info
     several_refs = len({v.reference_label for v in s.variants if not v.is_reference}) > 1
     rows = [variant_row(v, info, several_refs=several_refs) for v in s.variants]
     console.print(

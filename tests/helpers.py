@@ -124,3 +124,29 @@ def tiny_experiment_toml(name: str, *matrix_lines: str) -> str:
     lines += ["block_size = 8", "wal_block_size = 8", "scale = 1", "clients = 1"]
     lines += ["duration = 1", "warmup = 0", *matrix_lines]
     return "\n".join(lines) + "\n"
+
+
+def kill_postmaster_after(
+    marker: Path, cluster: Cluster, after_s: float
+) -> tuple[threading.Thread, list[int]]:
+    """A started thread that SIGKILLs the cluster's postmaster `after_s` seconds after
+    `marker` (a driver's argv file in the run's raw directory) appears; the list gets the
+    killed PID. Join the thread after the run."""
+    import os
+    import signal
+
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if marker.exists() and cluster.pid:
+                time.sleep(after_s)
+                killed.append(cluster.pid)
+                os.kill(cluster.pid, signal.SIGKILL)
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    return t, killed

@@ -1,5 +1,7 @@
 """Every file in examples/ runs end to end: one round of 2-second runs at scale 1, with
-real builds, servers, pgbench and (fs-block-size) loop-device file systems."""
+real builds, servers, pgbench, sysbench, go-tpc and (fs-block-size) loop-device file
+systems. `--scale 1` is each driver's smoke size (sysbench: at most 1,000 rows per table;
+tpcc: 1 warehouse)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ def test_every_example_is_covered() -> None:
         "fs-block-size.toml",
         "page-size-device.toml",
         "page-size.toml",
+        "seed002-tpch-pagesize.toml",
+        "seed003-tpcc-fillfactor.toml",
+        "seed004-sysbench-walblock.toml",
         "wal-block-clients.toml",
     ]
 

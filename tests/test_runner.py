@@ -7,9 +7,6 @@ pg18_4k/pg18_8k fixtures, which build them the first time (several minutes, cach
 from __future__ import annotations
 
 import os
-import signal
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import kill_postmaster_after
 
 from blocklab import dataset
 from blocklab.installation import Installation
@@ -180,20 +178,7 @@ def test_killed_postmaster_is_a_failed_run_and_the_next_run_succeeds(env: Env) -
     v = variant(duration_s=8)
     target = env.lab.prepare(v)
     raw = env.raw / "killed"
-    killed: list[int] = []
-
-    def killer() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if (raw / "pgbench.argv").exists() and target.cluster.pid:
-                time.sleep(2.0)
-                killed.append(target.cluster.pid)
-                os.kill(target.cluster.pid, signal.SIGKILL)
-                return
-            time.sleep(0.05)
-
-    t = threading.Thread(target=killer)
-    t.start()
+    t, killed = kill_postmaster_after(raw / "pgbench.argv", target.cluster, after_s=2.0)
     rec = env.lab.run(v, experiment="t", round_no=1, position=0, raw_dir=raw)
     t.join()
     assert killed, "the postmaster was never seen running"

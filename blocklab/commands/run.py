@@ -110,6 +110,8 @@ def run_cmd(
     if file is not None and not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
     from blocklab.experiment import StoppingRule
+    from blocklab.query_summary import summarize_queries
+    from blocklab.query_table import print_queries
     from blocklab.spec import check_machine
     from blocklab.store.factory import check_results, open_results
     from blocklab.summary import restore_note, summarize_experiment
@@ -130,6 +132,9 @@ def run_cmd(
     out = console()
     with open_results(results) as db:
         print_summary(out, summarize_experiment(db, exp.name))
+        queries = summarize_queries(db, exp.name)
+        if queries is not None:  # the plans side by side: blocklab summary
+            print_queries(out, queries, diffs=False)
         out.print(restore_note(db, exp.name, [d.init_s for d in datasets]), highlight=False)
         where = db.location
     out.print(f"\n{outcome.end_reason}. Results: {where} (experiment '{exp.name}').")
@@ -196,9 +201,10 @@ def _prepare(lab: Lab, variants: list[Variant], console: Console) -> None:
     for info in lab.datasets.values():
         made = "made" if info.made_now else "found"
         console.print(
-            f"dataset {info.key} (scale {info.scale}, fillfactor {info.fillfactor}): {made}; "
+            f"dataset {info.key} ({info.description}, fillfactor {info.fillfactor}): {made}; "
             f"initialisation {info.init_s:.1f} s, snapshot {info.snapshot_s:.1f} s, "
-            f"{info.size_bytes / 2**20:.0f} MiB",
+            f"{info.size_bytes / 2**20:.0f} MiB (tables {info.table_bytes / 2**20:.1f} MiB, "
+            f"indexes {info.index_bytes / 2**20:.1f} MiB)",
             highlight=False,
         )
 

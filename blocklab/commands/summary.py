@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 )
 def summary_cmd(experiment: str | None, results: str | None, metric: str) -> None:
     """The table: n, mean ± stdev, min, median, max, CI and gain against the reference."""
+    from blocklab.query_summary import summarize_queries
+    from blocklab.query_table import print_queries
     from blocklab.store.factory import open_results
     from blocklab.summary import summarize_experiment
     from blocklab.summary_table import print_summary
@@ -37,6 +39,9 @@ def summary_cmd(experiment: str | None, results: str | None, metric: str) -> Non
         for name in names:
             _check_metric(db, db.experiment(name)["name"], metric)
             print_summary(out, summarize_experiment(db, name, metric))
+            queries = summarize_queries(db, name)
+            if queries is not None:
+                print_queries(out, queries)
 
 
 def _check_metric(db: ResultsStore, experiment: str, metric: str) -> None:

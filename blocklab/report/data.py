@@ -15,7 +15,7 @@ from typing import Any
 
 from blocklab import device_store
 from blocklab.errors import UserError
-from blocklab.metrics import MetricInfo
+from blocklab.metrics import MetricInfo, drivers_of, throughput_info
 from blocklab.report import shape
 from blocklab.store import RESULTS_DB_NAME, ResultsStore
 from blocklab.store.factory import is_postgres, open_store
@@ -73,6 +73,7 @@ class ExperimentView:
     variants: list[VariantView]
     runs: list[RunView]
     metrics: list[MetricInfo]
+    throughput_name: str = "tps"  # the drivers' throughput: "tps", "tpmC"
 
     @property
     def dims(self) -> dict[str, list[Any]]:
@@ -178,7 +179,9 @@ def load_experiment(db: ResultsStore, name: str) -> ExperimentView:
     present = {"tps", "latency_avg_ms"}
     for r in runs:
         present.update(k for k, val in r.metrics.items() if val is not None)
-    metrics = shape.order_metrics(present)
+    names = drivers_of(json.dumps(v.variant) for v in variants)
+    throughput = throughput_info(names)
+    metrics = [throughput if m.key == "tps" else m for m in shape.order_metrics(present)]
     _fill_cells(variants, runs, metrics)
     return ExperimentView(
         name=name,
@@ -192,7 +195,27 @@ def load_experiment(db: ResultsStore, name: str) -> ExperimentView:
         variants=variants,
         runs=runs,
         metrics=metrics,
+        throughput_name=throughput_name(names),
     )
+
+
+THROUGHPUT_SERIES = ("tps", "tpmc")  # a run's per-second throughput, by driver
+
+
+def throughput_series(series: dict[str, Any]) -> list[tuple[float, float | None]]:
+    """The per-second throughput of a run, whichever driver's it is."""
+    for name in THROUGHPUT_SERIES:
+        if series.get(name):
+            return list(series[name])
+    return []
+
+
+def throughput_name(driver_names: list[str]) -> str:
+    """The drivers' throughput metric ("tps" when they differ: the column's name)."""
+    from blocklab.workloads import drivers
+
+    metrics = {drivers.get(n).throughput_metric for n in driver_names}
+    return metrics.pop() if len(metrics) == 1 else "tps"
 
 
 def round_values(runs: list[RunView], variant_id: str, metric: str) -> dict[int, float]:

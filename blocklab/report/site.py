@@ -28,6 +28,7 @@ from blocklab import __version__, device_store, export, faults, proc
 from blocklab.errors import UserError
 from blocklab.report import csvout, data, devices, manifest, parallel, shape
 from blocklab.report.data import ExperimentView, RunView, VariantView
+from blocklab.report.queries import write_queries
 from blocklab.store import ResultsStore
 
 MARKER = ".blocklab-site"
@@ -444,7 +445,8 @@ def write_experiment(w: Writer, db: ResultsStore, results: Path, exp: Experiment
         for i, (r, d) in enumerate(zip(exp.runs, digests, strict=True))
     ]
     w.new.experiments[exp.slug] = entries
-    write_runs_lists(w, exp, labels)
+    has_queries = write_queries(w, db, exp.name, exp.slug)
+    write_runs_lists(w, exp, labels, has_queries=has_queries)
     write_runs_csv(w, db, exp)
     write_grid(w, db, exp, entries, tps)
 
@@ -465,7 +467,7 @@ def _write_runs(
     runs = [exp.runs[i] for i, _ in todo]
     stream = db.series_of_runs([r.id for r in runs])
     for (i, kept), run, (_, series) in zip(todo, runs, stream, strict=True):
-        tps[run.id] = series.get("tps", [])
+        tps[run.id] = data.throughput_series(series)
         if not kept:
             write_run(w, results, exp, run, data.run_detail(db, run.id, series))
         if i >= long_from:
@@ -519,7 +521,9 @@ def _entry(run_id: int, d: str, tps: list[tuple[float, float | None]]) -> manife
     )
 
 
-def write_runs_lists(w: Writer, exp: ExperimentView, labels: dict[str, str]) -> None:
+def write_runs_lists(
+    w: Writer, exp: ExperimentView, labels: dict[str, str], *, has_queries: bool = False
+) -> None:
     """The experiment page, with its runs inline up to RUNS_PER_PAGE runs, else on
     runs-<n>.html pages of RUNS_PER_PAGE runs each (the page then lists the variants)."""
     base = f"e/{exp.slug}"
@@ -545,6 +549,7 @@ def write_runs_lists(w: Writer, exp: ExperimentView, labels: dict[str, str]) -> 
         groups=[] if paged else (pages[0] if pages else []),
         run_pages=len(pages) if paged else 0,
         first_page=first_page,
+        has_queries=has_queries,
         data=experiment_json(exp),
     )
     for n, groups in enumerate(pages if paged else [], 1):
@@ -599,7 +604,7 @@ def write_run(
         checkpoints=detail.checkpoints,
         raw_files=raw_files,
         has_series=any(detail.series.values()),
-        data=run_json(detail),
+        data=run_json(detail, exp.throughput_name),
     )
 
 
@@ -623,7 +628,8 @@ def write_grid(
             w.files.add(f"{base}/{rel}")
             continue
         lines = [
-            _grid_line(r, label, tps.get(r) or db.series(r).get("tps", [])) for r, label in runs
+            _grid_line(r, label, tps.get(r) or data.throughput_series(db.series(r)))
+            for r, label in runs
         ]
         w.put(f"{base}/{rel}", grid_shard(n, lines))
     w.page(f"{base}/grid.html", "grid.html", page="grid", exp=exp, data=page)
@@ -766,11 +772,13 @@ def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
     }
 
 
-def run_json(detail: data.RunDetail) -> dict[str, Any]:
+def run_json(detail: data.RunDetail, throughput_name: str = "tps") -> dict[str, Any]:
     ts = [t for pts in detail.series.values() for t, _ in pts]
     return {
         "series": {k: compact(v) for k, v in detail.series.items()},
-        "ma10": compact(shape.moving_average(detail.series.get("tps", []), 10.0)),
+        "ma10": compact(shape.moving_average(data.throughput_series(detail.series), 10.0)),
+        "throughput": compact(data.throughput_series(detail.series)),
+        "throughput_name": throughput_name,
         "checkpoints": detail.checkpoints,
         "tmin": min(ts, default=0.0),
         "tmax": max(ts, default=1.0),
@@ -818,6 +826,7 @@ def grid_json(exp: ExperimentView, entries: list[manifest.RunEntry]) -> dict[str
         "cells": list(cells.values()),
         "colors": colors,
         "ymax": max((e.tps_max or 0.0 for e in ok), default=1.0) * 1.05,
+        "throughput_name": exp.throughput_name,
         "tmin": min(tmins, default=0.0),
         "tmax": max(tmaxs, default=1.0),
     }

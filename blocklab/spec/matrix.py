@@ -8,10 +8,13 @@ combinations, and each combination as a labelled Variant.
     wal_segsize_mb = 16               # initdb --wal-segsize: power of two, 1..1024
     segsize_gb = 1                    # relation segment, GB
     storage = { kind = "dir" }        # or a list of tables (blocklab.spec.storage)
-    fillfactor = [100, 75]            # pgbench -F, 10..100
+    fillfactor = [100, 75]            # every table of the workload, set before the load
+    index_fillfactor = 90             # every B-tree index, after the load (REINDEX);
+                                      # absent: the B-tree default (90)
     scale = 10                        # pgbench -s
-    workload = "simple-update"        # built-in name, or { builtin | scripts, query_mode }
-    clients = [1, 5, 10, 15]          # pgbench -c
+    workload = "simple-update"        # built-in name, or { builtin | scripts, query_mode },
+                                      # or { driver = "sysbench" | "tpcc", ... } (spec.workload)
+    clients = [1, 5, 10, 15]          # pgbench -c; another driver's threads
     threads = 1                       # pgbench -j, capped at clients
     duration = 60                     # seconds (or "90s", "5min", "1h")
     warmup = 10                       # seconds run before the measured part
@@ -157,6 +160,7 @@ MATRIX: tuple[Family, ...] = (
     plain("segsize_gb", 1, GB, "build.segsize_gb", "relseg={}G"),
     Family("storage", {"kind": "dir"}, storage.read),
     plain("fillfactor", 100, _int(10, 100), "dataset.fillfactor", "ff={}"),
+    plain("index_fillfactor", None, _int(10, 100), "dataset.index_fillfactor", "iff={}"),
     plain("scale", 10, _int(1, 100000), "dataset.scale", "s={}"),
     Family("workload", "simple-update", workload.read),
     plain("clients", 4, _int(1, 10000), "workload.clients", "c={}"),
@@ -167,11 +171,28 @@ MATRIX: tuple[Family, ...] = (
     Family("settings", {}, settings.read),
 )
 MATRIX_KEYS = tuple(f.key for f in MATRIX)
+OPTIONAL = ("index_fillfactor",)  # keys that are a dimension only when the file gives them
 
 
 def dimensions(matrix: dict[str, Any], base: Path) -> list[Dimension]:
     check_keys(matrix, MATRIX_KEYS, "matrix")
-    return [d for f in MATRIX for d in f.read(matrix.get(f.key, f.default), base)]
+    out = []
+    for f in MATRIX:
+        if f.key in OPTIONAL and f.key not in matrix:
+            continue  # absent: not a dimension, and not in the experiment's JSON
+        raw = matrix.get(f.key, f.default)
+        if f.key == "workload":  # a driver maps a given scale to its own size
+            scale = matrix.get("scale")
+            out += workload.read(raw, base, scale=scale if isinstance(scale, int) else None)
+        else:
+            out += f.read(raw, base)
+    if "clients" in matrix and workload.has_own_clients(out):
+        raise fail(
+            "matrix.clients",
+            "the workload table gives its driver's threads already",
+            "threads in the workload table, or matrix.clients (a list varies it), not both",
+        )
+    return out
 
 
 # ---------------------------------------------------------------- expansion
@@ -245,6 +266,11 @@ def to_variant(combo: Combo, dims: Sequence[Dimension], label: str, policy: str)
             part, _, leaf = name.partition(".") if "." in name else ("", "", name)
             parts[part][leaf] = value
     w = parts["workload"]
+    own_clients = w.pop(f"{workload.CLIENTS}_of_driver", None)
+    if own_clients is not None:
+        w["clients"] = own_clients
+    if w.get("driver", model.DEFAULT_DRIVER) != model.DEFAULT_DRIVER:
+        w["threads"] = 1  # pgbench -j; a driver's concurrency is its clients
     w["threads"] = min(w["threads"], w["clients"])
     try:
         return Variant(

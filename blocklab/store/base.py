@@ -48,6 +48,19 @@ class RunRecord:
     checkpoints: Sequence[Mapping[str, Any]] = field(default_factory=list)
     host: str = ""  # the fleet host that ran it; "" on one machine
     copy_index: int = 0  # the variant's n-th run in this round (A B B A, A/A arms)
+    queries: Sequence[QueryRow] = field(default_factory=list)  # per-query times and plans
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    """One query of a run (SQL workloads): its server-side time and the plan it got."""
+
+    query: str  # "q1"
+    calls: int
+    time_ms_mean: float
+    time_ms_total: float
+    plan_fingerprint: str | None  # blocklab.plans.fingerprint; None: no plan captured
+    plan_json: str | None  # the normalised plan
 
 
 # a device-profile point's numbers (fio.Result attributes of the same names)
@@ -151,6 +164,14 @@ class ResultsStore(Protocol):
         ...
 
     def checkpoints(self, run_id: int) -> Sequence[Row]: ...
+    def run_queries(self, experiment: str, run_id: int | None = None) -> Sequence[Row]:
+        """Every query row of the experiment's runs (or of one run), with the run's
+        variant_id, round and status (schema version 4)."""
+        ...
+
+    def query_plans(self, fingerprints: Sequence[str]) -> dict[str, str]:
+        """fingerprint -> normalised plan JSON."""
+        ...
 
     # device profiles
     def create_device_profile(self, head: DeviceProfileHead) -> int: ...

@@ -15,14 +15,18 @@ from blocklab import faults
 from blocklab.errors import UserError
 from blocklab.store.base import POINT_COLUMNS, DevicePoint, DeviceProfileHead, RunRecord
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # a device point measured again replaces these columns of the stored one
 POINT_UPDATED = ("status", "reason", *POINT_COLUMNS, "command", "fio_json")
 # Later versions: version -> DDL file (in blocklab/store) applied on the way up from
 # schema.sql (version 1). A file either only adds (CREATE ... IF NOT EXISTS) or carries its
 # own transaction with the version row inside it (v3 rebuilds runs). PostgreSQL uses
 # `<stem>.pg.sql` where one exists (store/postgres.py).
-MIGRATIONS = {2: "schema_v2_device_profiles.sql", 3: "schema_v3_run_identity.sql"}
+MIGRATIONS = {
+    2: "schema_v2_device_profiles.sql",
+    3: "schema_v3_run_identity.sql",
+    4: "schema_v4_queries.sql",
+}
 RESULTS_DB_NAME = "blocklab.sqlite"
 
 
@@ -255,6 +259,17 @@ class ResultsDB:
                 "INSERT INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?)",
                 checkpoint_rows(run_id, r),
             )
+            c.executemany(
+                "INSERT INTO query_plans VALUES (?,?) ON CONFLICT (fingerprint) DO NOTHING",
+                sorted({(q.plan_fingerprint, q.plan_json) for q in r.queries if q.plan_json}),
+            )
+            c.executemany(
+                "INSERT INTO run_queries VALUES (?,?,?,?,?,?)",
+                [
+                    (run_id, q.query, q.calls, q.time_ms_mean, q.time_ms_total, q.plan_fingerprint)
+                    for q in r.queries
+                ],
+            )
             faults.step("results_write")
         return run_id
 
@@ -343,6 +358,30 @@ class ResultsDB:
                 at += n
             for r in ids:
                 yield r, got[r]
+
+    def run_queries(self, experiment: str, run_id: int | None = None) -> list[sqlite3.Row]:
+        sql = (
+            "SELECT q.*, r.variant_id, r.round, r.status FROM run_queries q"
+            " JOIN runs r ON r.id = q.run_id WHERE r.experiment=?"
+        )
+        args: list[Any] = [experiment]
+        if run_id is not None:
+            sql += " AND r.id=?"
+            args.append(run_id)
+        return list(self.conn.execute(sql + " ORDER BY r.variant_id, q.query, r.round", args))
+
+    def query_plans(self, fingerprints: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        wanted = sorted(set(fingerprints))
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            rows = self.conn.execute(
+                "SELECT fingerprint, plan_json FROM query_plans"
+                f" WHERE fingerprint IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            out.update({r["fingerprint"]: r["plan_json"] for r in rows})
+        return out
 
     def checkpoints(self, run_id: int) -> list[sqlite3.Row]:
         return list(

@@ -1,8 +1,17 @@
-"""The interface every workload driver implements (pgbench today; sysbench and go-tpc next).
+"""The interface every workload driver implements (pgbench, sysbench, go-tpc tpcc, ...).
 
-The runner and the dataset code call a driver only through `WorkloadDriver`, in this order:
+A driver is registered by name in blocklab.workloads.drivers; an experiment file picks it
+with `workload = { driver = "NAME", ... }` (no driver key: pgbench, whose keys are read by
+blocklab.spec.workload). The spec, sizing, dataset and runner code call a driver only
+through `WorkloadDriver`, in this order:
 
-    dataset:  for argv in driver.init_commands(inst, endpoint, dataset_request): run argv
+    plan:     spec = driver.read_spec(table, path)     # pure; UserError naming the key
+              driver.check_machine()                    # its program is installed
+              driver.dataset_bytes(dataset, block_size_bytes)  # rough size, for sizing
+    dataset:  (blocklab.dataset) CREATE DATABASE driver.database unless "postgres";
+              the fillfactor event trigger unless driver.sets_fillfactor;
+              for argv in driver.init_commands(inst, endpoint, dataset_request): run argv
+              index fillfactor + REINDEX; VACUUM (ANALYZE) if driver.vacuum_after_load
     run:      sql = driver.prepare_sql(workload)          # before the CHECKPOINT, may be None
               argv = driver.command(inst, endpoint, workload, raw_dir=None, duration_s=warmup_s)
               argv = driver.command(inst, endpoint, workload, raw_dir=raw_dir)   # measured
@@ -25,7 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from blocklab.installation import Installation
-from blocklab.model import DatasetRequest, WorkloadRequest
+from blocklab.model import DatasetRequest, OptionValue, WorkloadRequest
+from blocklab.store.base import QueryRow
 
 if TYPE_CHECKING:
     from blocklab.cluster import Cluster
@@ -70,12 +80,76 @@ class RecordPart:
 
     metrics: dict[str, float | None]
     series: Series
+    queries: Sequence[QueryRow] = ()  # per-query times and plans (SQL workloads)
+    throughput: float | None = None  # when only the record knows it (tpch: server times)
+
+
+@dataclass(frozen=True)
+class DriverSpec:
+    """A driver's reading of one `workload = { driver = ..., ... }` table (pure)."""
+
+    label: str  # the workload's label part, e.g. "oltp_write_only" or "tpcc-w4"
+    dataset: dict[str, OptionValue]  # the dataset's identity: the size keys
+    run: dict[str, OptionValue]  # what each run does (e.g. sysbench's test)
+    clients: int | None = None  # the table's concurrency (threads); None: matrix.clients
 
 
 class WorkloadDriver(Protocol):
     @property
     def name(self) -> str:
         """The driver's name in an experiment file, and the stem of its raw files."""
+        ...
+
+    @property
+    def throughput_metric(self) -> str:
+        """What its throughput is called in tables and reports: "tps", "tpmC", ..."""
+        ...
+
+    @property
+    def throughput_unit(self) -> str:
+        """The unit of that number, spelled out ("transactions/s", "NEW_ORDER/min")."""
+        ...
+
+    @property
+    def database(self) -> str:
+        """The database its dataset lives in (created by blocklab unless "postgres")."""
+        ...
+
+    @property
+    def sets_fillfactor(self) -> bool:
+        """True when init_commands apply the table fillfactor themselves (pgbench -F);
+        otherwise blocklab.dataset sets it on every table the load creates."""
+        ...
+
+    @property
+    def vacuum_after_load(self) -> bool:
+        """True: blocklab.dataset runs VACUUM (ANALYZE) on the loaded database."""
+        ...
+
+    def read_spec(
+        self, table: Mapping[str, Any], path: str, *, scale: int | None = None
+    ) -> DriverSpec:
+        """The workload table's keys (all but `driver`), checked: UserError naming the
+        key path and the allowed values. `scale` is matrix.scale when the file or
+        --scale gives it: the driver maps it to its own size (1: a smoke-test size).
+        Pure."""
+        ...
+
+    def check_machine(self) -> str:
+        """The driver's program is installed and usable: its version (UserError saying
+        `make setup` otherwise)."""
+        ...
+
+    def dataset_bytes(self, dataset: DatasetRequest, block_size_bytes: int) -> tuple[int, str]:
+        """A rough size of the loaded tables and indexes, and how it was estimated."""
+        ...
+
+    def load_estimate_s(self, dataset: DatasetRequest) -> float:
+        """A rough time of the load (for the plan's ETA)."""
+        ...
+
+    def dataset_label(self, dataset: DatasetRequest) -> str:
+        """The dataset in a log line: "pgbench -s 10", "sysbench 4 x 100000 rows"."""
         ...
 
     def init_commands(

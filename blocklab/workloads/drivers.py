@@ -5,14 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from blocklab.errors import UserError
-from blocklab.model import WorkloadRequest
+from blocklab.model import DEFAULT_DRIVER, DatasetRequest, WorkloadRequest
 from blocklab.workloads.base import WorkloadDriver
 from blocklab.workloads.pgbench_driver import PgbenchDriver
+from blocklab.workloads.sysbench_driver import SysbenchDriver
+from blocklab.workloads.tpcc_driver import TpccDriver
+from blocklab.workloads.tpch import TpchDriver
 
-DEFAULT = "pgbench"
-# name -> factory; the sysbench and go-tpc drivers register here when they implement
-# blocklab.workloads.base.WorkloadDriver
-_FACTORIES: dict[str, Callable[[], WorkloadDriver]] = {"pgbench": PgbenchDriver}
+DEFAULT = DEFAULT_DRIVER
+# name -> factory of a blocklab.workloads.base.WorkloadDriver; a new driver adds a line
+_FACTORIES: dict[str, Callable[[], WorkloadDriver]] = {
+    "pgbench": PgbenchDriver,
+    "sysbench": SysbenchDriver,
+    "tpcc": TpccDriver,
+    "tpch": TpchDriver,
+}
 
 
 def names() -> list[str]:
@@ -28,7 +35,10 @@ def get(name: str) -> WorkloadDriver:
 
 
 def for_workload(workload: WorkloadRequest) -> WorkloadDriver:
-    """The driver that runs `workload`. A WorkloadRequest has no driver key yet (adding
-    one changes every variant id): every workload is pgbench until the workloads issue
-    adds the key and this reads it."""
-    return get(DEFAULT)
+    """The driver that runs `workload`."""
+    return get(workload.driver)
+
+
+def for_dataset(dataset: DatasetRequest) -> WorkloadDriver:
+    """The driver that loads `dataset`."""
+    return get(dataset.driver)

@@ -3,13 +3,15 @@ of blocklab.workloads.pgbench behind the interface the runner and datasets call.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from blocklab.installation import Installation
 from blocklab.model import DatasetRequest, WorkloadRequest
 from blocklab.workloads import pgbench
-from blocklab.workloads.base import Endpoint, RecordPart, WorkloadResult
+from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
 
 LOG_PREFIX = "pgbench_log"
 
@@ -20,6 +22,35 @@ def _target(endpoint: Endpoint) -> pgbench.Target:
 
 class PgbenchDriver:
     name = "pgbench"
+    throughput_metric = "tps"
+    throughput_unit = "transactions/s"
+    database = "postgres"
+    sets_fillfactor = True  # pgbench -i -F
+    vacuum_after_load = False  # pgbench -i vacuums its tables
+
+    def read_spec(
+        self, table: Mapping[str, Any], path: str, *, scale: int | None = None
+    ) -> DriverSpec:
+        """pgbench's keys (builtin, scripts, query_mode) are read by blocklab.spec.workload,
+        which resolves script files against the experiment file's directory."""
+        raise NotImplementedError("pgbench's workload keys are read by blocklab.spec.workload")
+
+    def check_machine(self) -> str:
+        """pgbench is built with every PostgreSQL build: nothing to look for."""
+        return "built with the server"
+
+    def dataset_bytes(self, dataset: DatasetRequest, block_size_bytes: int) -> tuple[int, str]:
+        from blocklab import sizing
+
+        nbytes = sizing.pgbench_tables_bytes(dataset.scale, dataset.fillfactor, block_size_bytes)
+        return nbytes, f"pgbench scale {dataset.scale}"
+
+    def load_estimate_s(self, dataset: DatasetRequest) -> float:
+        """pgbench -i, VACUUM and the snapshot: a few seconds plus 0.6 s per scale unit."""
+        return 5.0 + 0.6 * dataset.scale
+
+    def dataset_label(self, dataset: DatasetRequest) -> str:
+        return f"pgbench -i -s {dataset.scale} -F {dataset.fillfactor}"
 
     def init_commands(
         self, inst: Installation, endpoint: Endpoint, dataset: DatasetRequest

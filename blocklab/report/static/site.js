@@ -358,7 +358,7 @@
     const device = Object.keys(s).filter((k) => /^(host_)?device(_\w+)?_(write|read)_bytes_per_s$/.test(k)).sort();
     const flushed = Object.keys(s).filter((k) => k.endsWith(FINAL_FLUSH));
     const used = new Set(["tps", "latency_ms", "latency_max_ms", "wal_bytes_per_s", ...device, ...flushed]);
-    lineChart("chart-tps", [line(s.tps, "tps", { line: { width: 1, color: "#9bb7d4" } }),
+    lineChart("chart-tps", [line(d.throughput || s.tps, d.throughput_name || "tps", { line: { width: 1, color: "#9bb7d4" } }),
       line(d.ma10, "10-second moving average", { line: { width: 2.5, color: "#1f5fa8" } })], d);
     const lat = [line(s.latency_ms, "latency (ms)", { line: { color: "#6a3d9a" } }),
       line(s.latency_max_ms, "max latency (ms)", { line: { color: "#cab2d6", dash: "dot" } })];
@@ -399,7 +399,7 @@
   function drawGridCell(div, d, runs) {
     if (!runs || !runs.length) { emptyMessage(div, runs ? "no run" : "could not load this cell's runs"); return; }
     const traces = runs.map((r) => ({ type: "scatter", mode: "lines", name: "#" + r.id + " " + r.label,
-      x: r.t, y: r.v, line: { width: 1, color: d.colors[r.label] }, hovertemplate: "#" + r.id + " %{y:.0f} tps<extra></extra>" }));
+      x: r.t, y: r.v, line: { width: 1, color: d.colors[r.label] }, hovertemplate: "#" + r.id + " %{y:.0f} " + (d.throughput_name || "tps") + "<extra></extra>" }));
     Plotly.newPlot(div, traces, { margin: { l: 40, r: 5, t: 5, b: 25 }, showlegend: false,
       yaxis: { range: [0, d.ymax] }, xaxis: { range: [d.tmin, d.tmax] } },
       { displayModeBar: false, responsive: true, staticPlot: false });
