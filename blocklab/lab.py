@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from blocklab import dataset, runner, settings_catalogue, settings_policy, sizing, storage
 from blocklab.cluster import Cluster, server_user
+from blocklab.controls import RunControls
 from blocklab.errors import BlocklabError, StorageError, UserError
 from blocklab.installation import Installation
 from blocklab.model import BuildRequest, StorageRequest, Variant
@@ -75,6 +76,7 @@ class Lab:
         instrumentation: Any = _DEFAULT,
         references: Mapping[str, Variant] | None = None,
         variants: Sequence[Variant] = (),
+        controls: RunControls | None = None,
     ):
         self.paths = paths
         self.state = state
@@ -90,6 +92,7 @@ class Lab:
         self._caps: list[Any] = []  # memory cgroups (blocklab.storage.cgroup.MemoryCap)
         self.datasets: dict[str, DatasetInfo] = {}
         self._user: User | None = None
+        self.controls = controls  # the design's run controls (blocklab.controls)
 
     # -- context ------------------------------------------------------------------------
     def __enter__(self) -> Lab:
@@ -258,7 +261,14 @@ class Lab:
             raise
         except (BlocklabError, OSError) as e:
             return _failed_preparation(variant, label, raw_dir, e)
-        return runner.run_one(target, label, raw_dir, instrumentation=self._factory(), log=self.log)
+        return runner.run_one(
+            target,
+            label,
+            raw_dir,
+            instrumentation=self._factory(),
+            log=self.log,
+            controls=self.controls,
+        )
 
     def _factory(self) -> runner.InstrumentationFactory | None:
         if self._instrumentation is _DEFAULT:
