@@ -171,6 +171,13 @@ class Loop:
                     f"max rounds reached ({max_rounds}); widest CI "
                     f"half-width {_fmt_pct(width)} > {rule.until_ci_pct:g} %",
                 )
+            reach = self._reachability(summary, rule, max_rounds, round_no)
+            if reach is not None and not reach.reachable:
+                return self._finish(
+                    round_no,
+                    f"stopped early: the budget cannot reach a CI half-width of "
+                    f"{rule.until_ci_pct:g} % ({reach.note})",
+                )
             if self._over_budget(rule):
                 return self._finish(
                     round_no,
