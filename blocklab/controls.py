@@ -132,12 +132,26 @@ def _unavailable(cpus: Sequence[int]) -> str | None:
     )
 
 
-def descendants(pid: int) -> list[int]:
+def parent_map() -> dict[int, list[int]]:
+    """ppid -> child PIDs, from one pass over /proc (a process may end meanwhile)."""
+    kids: dict[int, list[int]] = {}
+    for entry in placement.PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(entry.name))
+    return kids
+
+
+def descendants(pid: int, kids: dict[int, list[int]]) -> list[int]:
     out, todo = [], [pid]
     while todo:
-        kids = placement.proc.child_pids(todo.pop())
-        out.extend(kids)
-        todo.extend(kids)
+        found = kids.get(todo.pop(), [])
+        out.extend(found)
+        todo.extend(found)
     return out
 
 
@@ -163,8 +177,9 @@ class CpuSampler:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            pids = [self.server_pid, *descendants(self.server_pid)]
-            pids += [p for p in descendants(os.getpid()) if p not in pids]
+            kids = parent_map()
+            pids = [self.server_pid, *descendants(self.server_pid, kids)]
+            pids += [p for p in descendants(os.getpid(), kids) if p not in pids]
             try:
                 self.log.sample(pids)
             except (OSError, ValueError):

@@ -38,7 +38,7 @@ wal_block_size = [4, 8]
 scale = 1
 workload = "simple-update"
 clients = 2
-duration = 2
+duration = 4
 
 [[exclude]]
 block_size = 4
