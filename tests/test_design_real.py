@@ -141,7 +141,7 @@ def test_aa_control_reports_the_noise_floor(paths: Paths, pg18_4k, pg18_8k) -> N
     assert copies == [(1, 0), (1, 1), (2, 0), (2, 1)]
     assert len(rows) == 6
     out = " ".join(_run("summary", "--results", str(results)).stdout.split())
-    assert "A/A noise floor (bs=8k copy 1 vs copy 0, 2 rounds)" in out
+    assert "A/A noise floor (bs=8k wal=8k copy 1 vs copy 0, 2 rounds)" in out
 
 
 def test_placement_that_cannot_be_applied_is_reported(paths: Paths, pg18_4k) -> None:  # type: ignore[no-untyped-def]
