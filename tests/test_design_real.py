@@ -172,3 +172,15 @@ def test_placement_that_cannot_be_applied_is_reported(paths: Paths, pg18_4k) -> 
     assert placed["server"]["applied"] is False
     assert f"CPU {absent} is not available here" in placed["server"]["reason"]
     assert "taskset" not in rec.command
+
+
+def test_plan_pilot_measures_the_noise_and_says_what_until_ci_needs(
+    paths: Paths, pg18_4k, pg18_8k
+) -> None:  # type: ignore[no-untyped-def]
+    f = _file(paths, "pilot-real", rounds=4, kind="paired", placement="")
+    results = paths.home / "results-pilot"
+    done = _run("plan", str(f), "--results", str(results), "--pilot", "2", "--until-ci", "0.5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = " ".join(done.stdout.split())
+    assert "2 stored rounds of experiment 'pilot-real-pilot'" in text
+    assert "minimum detectable effect" in text and "±0.5 % needs" in text
