@@ -35,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from blocklab.errors import UserError
-from blocklab.plan import round_order
 from blocklab.stats import Comparison, compare_paired
 
 PAIRED = "paired"
@@ -89,6 +88,8 @@ def round_slots(
 ) -> list[Slot]:
     """The runs of one round in the order they run; reproducible from (seed, round_no)
     and independent of the order the ids are given in."""
+    from blocklab.plan import round_order  # plan imports the spec, which imports designs
+
     check_design(design)
     check_reference(design, variant_ids, reference)
     order = round_order(variant_ids, seed, round_no)

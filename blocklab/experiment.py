@@ -1,7 +1,10 @@
-"""The experiment loop: paired rounds, resume, adaptive rounds.
+"""The experiment loop: rounds in the experiment's design, resume, adaptive rounds.
 
-Each round runs every variant once, in a fresh order drawn from the experiment's seed
-(blocklab.plan.round_order). Every run is stored in one transaction as soon as it ends,
+Each round runs the slots of the experiment's design (blocklab.designs.round_slots):
+every variant once in a fresh order drawn from the experiment's seed (paired,
+short-runs), twice as a palindrome A B B A (abba), or once plus the reference a second
+time (aa-control). A variant's n-th run in a round is stored with copy_index n.
+Every run is stored in one transaction as soon as it ends,
 so an experiment interrupted at any moment resumes with the same command: stored runs
 are kept, a run without a stored row is discarded (its raw directory removed) and run
 again, none is duplicated.
@@ -16,14 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from blocklab import faults, plan, results_space
+from blocklab import designs, faults, precision, results_space
 from blocklab.model import Variant
 from blocklab.paths import safe_remove_tree
 from blocklab.runner import SERVER_START_FAILED, RunLabel, failed_without_running
 from blocklab.spec import Experiment
 from blocklab.store import ResultsStore, RunRecord
-from blocklab.summary import summarize_experiment
+from blocklab.summary import ExperimentSummary, summarize_experiment
 from blocklab.timestamps import now_iso
+
+RunKey = tuple[str, int, int]  # (variant_id, round, copy_index)
 
 # Keys of the experiment's JSON that may change between invocations without making it
 # a different experiment (more rounds, another stopping rule).
@@ -67,9 +72,14 @@ def identity_json(exp: Experiment) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in RESUMABLE_KEYS}
 
 
-def raw_dir_for(results: Path, experiment: str, round_no: int, variant: Variant) -> Path:
+def raw_dir_for(
+    results: Path, experiment: str, round_no: int, variant: Variant, copy_index: int = 0
+) -> Path:
     slug = re.sub(r"[^A-Za-z0-9_.=-]+", "_", variant.label).strip("_")[:60]
-    return results / "runs" / _safe(experiment) / f"r{round_no:03d}-{slug}-{variant.variant_id}"
+    copy = f"-c{copy_index}" if copy_index else ""
+    return (
+        results / "runs" / _safe(experiment) / f"r{round_no:03d}-{slug}-{variant.variant_id}{copy}"
+    )
 
 
 def _safe(name: str) -> str:
@@ -117,11 +127,27 @@ class Loop:
         # variant_id -> why its server could not start (it is not tried again)
         self.unstartable: dict[str, str] = {}
 
+    @property
+    def design(self) -> str:
+        return self.exp.run_design.kind
+
+    def slots(self, round_no: int) -> list[designs.Slot]:
+        return designs.round_slots(
+            self.design,
+            list(self.variants),
+            reference=self.exp.reference_id(),
+            seed=self.exp.seed,
+            round_no=round_no,
+        )
+
+    def runs_per_round(self) -> int:
+        return designs.runs_per_round(self.design, len(self.variants))
+
     def run(self, rule: StoppingRule) -> Outcome:
-        done = self.db.done_keys(self.exp.name)
+        done = self.db.run_keys(self.exp.name)
         self._remember_unstartable()
-        total = len(self.variants) * rule.rounds
-        already = sum(1 for (_, r) in done if r <= rule.rounds)
+        total = self.runs_per_round() * rule.rounds
+        already = sum(1 for (_, r, _c) in done if r <= rule.rounds)
         self.progress.begin(total, already)
         round_no = 0
         for round_no in range(1, rule.rounds + 1):
@@ -132,11 +158,12 @@ class Loop:
             return self._finish(rule.rounds, f"planned rounds done ({rule.rounds})")
         return self._adaptive(rule, round_no, done)
 
-    def _adaptive(self, rule: StoppingRule, round_no: int, done: set[tuple[str, int]]) -> Outcome:
+    def _adaptive(self, rule: StoppingRule, round_no: int, done: set[RunKey]) -> Outcome:
         assert rule.until_ci_pct is not None
         max_rounds = rule.max_rounds or max(rule.rounds * 4, 20)
         while True:
-            width = summarize_experiment(self.db, self.exp.name).max_ci_half_width_pct()
+            summary = summarize_experiment(self.db, self.exp.name)
+            width = summary.max_ci_half_width_pct()
             if width is not None and width <= rule.until_ci_pct:
                 return self._finish(
                     round_no,
@@ -148,6 +175,13 @@ class Loop:
                     f"max rounds reached ({max_rounds}); widest CI "
                     f"half-width {_fmt_pct(width)} > {rule.until_ci_pct:g} %",
                 )
+            reach = self._reachability(summary, rule, max_rounds, round_no)
+            if reach is not None and not reach.reachable:
+                return self._finish(
+                    round_no,
+                    f"stopped early: the budget cannot reach a CI half-width of "
+                    f"{rule.until_ci_pct:g} % ({reach.note})",
+                )
             if self._over_budget(rule):
                 return self._finish(
                     round_no,
@@ -155,20 +189,43 @@ class Loop:
                     f"{_fmt_pct(width)} > {rule.until_ci_pct:g} %",
                 )
             round_no += 1
-            self.progress.grow(len(self.variants))
+            self.progress.grow(self.runs_per_round())
             self.run_round(round_no, done)
 
-    def run_round(self, round_no: int, done: set[tuple[str, int]]) -> None:
-        order = plan.round_order(list(self.variants), self.exp.seed, round_no)
-        self.db.record_round(self.exp.name, round_no, self.exp.seed, order)
-        for position, vid in enumerate(order):
-            if (vid, round_no) in done:
-                continue
-            self.run_one(self.variants[vid], round_no, position)
-            done.add((vid, round_no))
+    def _reachability(
+        self, summary: ExperimentSummary, rule: StoppingRule, max_rounds: int, round_no: int
+    ) -> precision.Reachability | None:
+        """blocklab.precision.can_reach on the per-round log ratios seen so far."""
+        assert rule.until_ci_pct is not None
+        ratios = summary.log_ratios()
+        if not ratios:
+            return None
+        elapsed = self.clock() - self.started
+        left = None if rule.time_budget_s is None else max(0.0, rule.time_budget_s - elapsed)
+        per_round = elapsed / round_no if round_no else None
+        return precision.can_reach(
+            ratios,
+            rule.until_ci_pct,
+            max_rounds=max_rounds,
+            seconds_left=left,
+            seconds_per_round=per_round,
+        )
 
-    def run_one(self, variant: Variant, round_no: int, position: int) -> RunRecord:
-        raw_dir = raw_dir_for(self.db.directory, self.exp.name, round_no, variant)
+    def run_round(self, round_no: int, done: set[RunKey]) -> None:
+        slots = self.slots(round_no)
+        order = list(dict.fromkeys(s.variant_id for s in slots))
+        self.db.record_round(self.exp.name, round_no, self.exp.seed, order)
+        for position, slot in enumerate(slots):
+            key = (slot.variant_id, round_no, slot.copy)
+            if key in done:
+                continue
+            self.run_one(self.variants[slot.variant_id], round_no, position, slot.copy)
+            done.add(key)
+
+    def run_one(
+        self, variant: Variant, round_no: int, position: int, copy_index: int = 0
+    ) -> RunRecord:
+        raw_dir = raw_dir_for(self.db.directory, self.exp.name, round_no, variant, copy_index)
         # a partial run of an interrupted invocation: discard it
         safe_remove_tree(raw_dir, [self.db.directory])
         results_space.check(self.db.directory)
@@ -191,6 +248,7 @@ class Loop:
         if SERVER_START_FAILED in record.reason:
             self.unstartable.setdefault(variant.variant_id, f"round {round_no}")
         record.raw_dir = self.db.raw_ref(raw_dir)
+        record.copy_index = copy_index
         with results_space.guard(self.db.directory):
             self.db.record_run(record)
         faults.step("stored")

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from blocklab import dataset, runner, settings_catalogue, settings_policy, sizing, storage
 from blocklab.cluster import Cluster, server_user
+from blocklab.controls import RunControls
 from blocklab.dataset import Snapshot
 from blocklab.errors import BlocklabError, StorageError, UserError
 from blocklab.installation import Installation
@@ -88,6 +89,7 @@ class Lab:
         instrumentation: Any = _DEFAULT,
         references: Mapping[str, Variant] | None = None,
         variants: Sequence[Variant] = (),
+        controls: RunControls | None = None,
     ):
         self.paths = paths
         self.state = state
@@ -104,6 +106,7 @@ class Lab:
         self.datasets: dict[str, DatasetInfo] = {}
         self._user: User | None = None
         self.instance = instance_token()
+        self.controls = controls  # the design's run controls (blocklab.controls)
 
     # -- context ------------------------------------------------------------------------
     def __enter__(self) -> Lab:
@@ -282,7 +285,12 @@ class Lab:
         except (BlocklabError, OSError) as e:
             return _failed_preparation(variant, label, raw_dir, e)
         record = runner.run_one(
-            target, label, raw_dir, instrumentation=self._factory(), log=self.log
+            target,
+            label,
+            raw_dir,
+            instrumentation=self._factory(),
+            log=self.log,
+            controls=self.controls,
         )
         if record.reason.startswith(runner.NO_SPACE_PREFIX):
             self.release_storage(variant.storage)

@@ -70,6 +70,9 @@ KNOWN_METRICS = (
         "bgwriter_write_bytes_per_xact", "background writer bytes per transaction", "bytes", False
     ),
     MetricInfo("backend_write_bytes_per_xact", "backend bytes per transaction", "bytes", False),
+    MetricInfo(
+        "data_write_bytes_per_xact", "data (relation) bytes written per transaction", "bytes", False
+    ),
     MetricInfo("hot_update_ratio", "HOT update ratio", "fraction", True),
     MetricInfo("newpage_update_ratio", "new-page update ratio", "fraction", False),
     MetricInfo("cache_hit_ratio", "buffer cache hit ratio", "fraction", True),

@@ -57,6 +57,10 @@ class Plan:
     eta_max_runs_s: float | None
 
     @property
+    def seconds_per_round(self) -> float:
+        return self.eta_runs_s / max(1, self.experiment.rounds)
+
+    @property
     def eta_s(self) -> float:
         return self.eta_builds_s + self.eta_datasets_s + self.eta_runs_s
 
@@ -72,21 +76,31 @@ def describe(
     builds = list({v.build.digest(): v.build for v in variants}.values())
     to_make = [b for b in builds if not cached(b)]
     datasets = {v.dataset_key(v.build.digest()): v for v in variants}
-    per_round_s = sum(run_estimate_s(v) for v in variants)
+    from blocklab import designs  # designs imports this module's round_order
+
+    by_id = {v.variant_id: v for v in variants}
+    slots = designs.round_slots(
+        exp.run_design.kind,
+        list(by_id),
+        reference=exp.reference_id(),
+        seed=exp.seed,
+        round_no=1,
+    )
+    per_round_s = sum(run_estimate_s(by_id[s.variant_id]) for s in slots)
     max_rounds = None
     if exp.until_ci_pct is not None:
         max_rounds = exp.max_rounds or default_max_rounds(exp.rounds)
-    by_id = {v.variant_id: v for v in variants}
-    first = round_order(list(by_id), exp.seed, 1)
     return Plan(
         experiment=exp,
         variants=variants,
         builds=builds,
         builds_to_make=to_make,
         datasets=len(datasets),
-        runs=len(variants) * exp.rounds,
-        max_runs=None if max_rounds is None else len(variants) * max_rounds,
-        first_round=[by_id[i].label for i in first],
+        runs=len(slots) * exp.rounds,
+        max_runs=None if max_rounds is None else len(slots) * max_rounds,
+        first_round=[
+            by_id[s.variant_id].label + (f" (copy {s.copy})" if s.copy else "") for s in slots
+        ],
         eta_builds_s=len(to_make) * BUILD_S,
         eta_datasets_s=sum(
             drivers.for_dataset(v.dataset).load_estimate_s(v.dataset) for v in datasets.values()

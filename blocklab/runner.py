@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from blocklab import controls as controls_mod
 from blocklab import dataset, faults, probes, settings_policy
 from blocklab.cluster import Cluster
+from blocklab.controls import RunControls
 from blocklab.errors import BlocklabError, CommandError, UserError
 from blocklab.model import Variant
 from blocklab.probes import ProbeContext
@@ -134,6 +136,9 @@ class _Acc:
     workload_s: float = 0.0
     footprint: dict[str, Any] = field(default_factory=dict)  # blocklab.footprint.measure()
     no_space: str = ""  # "no space left on DEVICE (...)" when a volume filled up
+    controls: RunControls = field(default_factory=RunControls)
+    placed: dict[str, Any] = field(default_factory=dict)  # what placement applied, and not
+    driver_prefix: list[str] = field(default_factory=list)  # taskset for the driver
 
     def timed(self, name: str, t0: float) -> None:
         self.phases_s[name] = round(time.monotonic() - t0, 6)
@@ -146,11 +151,14 @@ def run_one(
     *,
     instrumentation: InstrumentationFactory | None,
     log: Callable[[str], None] = lambda _m: None,
+    controls: RunControls | None = None,
 ) -> RunRecord:
     """One measured run. Failures become a failed RunRecord; bad input (UserError) and
-    KeyboardInterrupt propagate, after the server has been stopped."""
+    KeyboardInterrupt propagate, after the server has been stopped. `controls`: the
+    design's placement, steady warm-up and checkpoint alignment (blocklab.controls)."""
     raw_dir.mkdir(parents=True, exist_ok=True)
-    acc = _Acc(raw_dir)
+    acc = _Acc(raw_dir, controls=controls or RunControls())
+    acc.provenance["controls"] = acc.controls.to_json()
     started_at = now_iso()
     log_offset = _size(target.cluster.log_path)
     try:
@@ -196,13 +204,25 @@ def _execute(
     t0 = time.monotonic()
     c.start()
     acc.timed("server_start_s", t0)
+    _place(target, acc)
     _prepare(target, acc)
-    if v.workload.warmup_s > 0:
+    if acc.controls.warmup_steady:
+        log(f"warm-up until steady (at most {acc.controls.warmup_max_s} s)")
+        if not _steady_warmup(target, acc):
+            return
+    elif v.workload.warmup_s > 0:
         log(f"warm-up {v.workload.warmup_s} s")
         if not _warmup(target, acc):
             return
+    if acc.controls.checkpoint_aligned:
+        _aligned_checkpoint(target, acc)
     started = _begin_probes(target, acc, instrumentation, log_offset)
-    _measure(target, acc)
+    if acc.controls.placement is not None:
+        with controls_mod.CpuSampler(c.pid or 0) as sampler:
+            _measure(target, acc)
+        acc.placed["observed"] = sampler.to_json()
+    else:
+        _measure(target, acc)
     acc.server_alive = c.alive()
     if started is not None and acc.server_alive:
         _end_probes(target, started, acc)
@@ -211,6 +231,49 @@ def _execute(
     if acc.server_alive:
         acc.settings = c.settings_readback()
         acc.provenance["collected"] = _collect_provenance(target, acc)
+
+
+def _place(target: RunTarget, acc: _Acc) -> None:
+    """Driver prefix and server affinity; what could not be applied is in the record."""
+    if acc.controls.placement is None:
+        return
+    acc.provenance["placement"] = acc.placed
+    acc.driver_prefix = controls_mod.driver_prefix(acc.controls, acc.placed)
+    controls_mod.place_server(acc.controls, target.cluster.pid or 0, acc.placed)
+
+
+def _aligned_checkpoint(target: RunTarget, acc: _Acc) -> None:
+    """CHECKPOINT right before the measured run: every run starts at the same point of
+    the checkpoint cycle (checkpoint_timeout is beyond the run's end)."""
+    t0 = time.monotonic()
+    target.cluster.psql("CHECKPOINT")
+    acc.timed("aligned_checkpoint_s", t0)
+
+
+def _steady_warmup(target: RunTarget, acc: _Acc) -> bool:
+    """Warm-up chunks until tps is steady, bounded (blocklab.controls.steady_warmup)."""
+    c, w, driver = target.cluster, target.variant.workload, target.driver
+    chunks: list[str] = []
+
+    def chunk(seconds: int) -> float | None:
+        argv = acc.driver_prefix + driver.command(
+            c.inst, endpoint(c), w, raw_dir=None, duration_s=seconds
+        )
+        res = run_command(argv, check=False, timeout_s=seconds + WORKLOAD_GRACE_S)
+        chunks.append(res.stdout)
+        _save(acc.raw_dir, "warmup", argv, "\n".join(chunks), res.stderr, res.returncode)
+        if res.returncode != 0 or not c.alive():
+            return None
+        return driver.parse(res.stdout, res.stderr).throughput
+
+    t0 = time.monotonic()
+    ok, report = controls_mod.steady_warmup(chunk, acc.controls.warmup_max_s)
+    acc.timed("warmup_s", t0)
+    acc.provenance["warmup"] = report
+    if not ok:
+        acc.reason = "warm-up failed: " + report["note"]
+        acc.server_alive = c.alive()
+    return ok
 
 
 def _collect_provenance(target: RunTarget, acc: _Acc) -> dict[str, Any]:
@@ -263,8 +326,9 @@ def _drop_caches() -> str:
 
 def _write_settings(target: RunTarget, acc: _Acc) -> None:
     conv = target.settings
-    target.cluster.write_settings(conv.settings)
-    acc.provenance["settings_written"] = conv.settings
+    written = acc.controls.settings(dict(conv.settings))
+    target.cluster.write_settings(written)
+    acc.provenance["settings_written"] = written
     acc.provenance["settings_notes"] = conv.notes
 
 
@@ -280,7 +344,9 @@ def _prepare(target: RunTarget, acc: _Acc) -> None:
 
 def _warmup(target: RunTarget, acc: _Acc) -> bool:
     c, w, driver = target.cluster, target.variant.workload, target.driver
-    argv = driver.command(c.inst, endpoint(c), w, raw_dir=None, duration_s=w.warmup_s)
+    argv = acc.driver_prefix + driver.command(
+        c.inst, endpoint(c), w, raw_dir=None, duration_s=w.warmup_s
+    )
     t0 = time.monotonic()
     faults.step("warmup")
     res = run_command(argv, check=False, timeout_s=w.warmup_s + WORKLOAD_GRACE_S)
@@ -323,7 +389,7 @@ def _end_probes(target: RunTarget, started: Instrumentation, acc: _Acc) -> None:
 
 def _measure(target: RunTarget, acc: _Acc) -> None:
     c, w, driver = target.cluster, target.variant.workload, target.driver
-    acc.argv = driver.command(c.inst, endpoint(c), w, raw_dir=acc.raw_dir)
+    acc.argv = acc.driver_prefix + driver.command(c.inst, endpoint(c), w, raw_dir=acc.raw_dir)
     (acc.raw_dir / f"{driver.name}.argv").write_text(shlex.join(acc.argv) + "\n")
     t0 = time.monotonic()
     faults.step("measure")

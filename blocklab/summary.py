@@ -1,16 +1,24 @@
 """The summary of an experiment: per-variant statistics and paired comparisons with the
 reference, computed from stored runs. Reads through the ResultsStore; the arithmetic is in
-blocklab.stats (pure)."""
+blocklab.stats (pure).
+
+The analysis matches the experiment's design (blocklab.designs): a variant run twice in a
+round (abba, or the reference of aa-control) counts once per round, as the geometric mean
+of its copies, so the palindrome's drift cancels; with aa-control the reference's copy 1
+against copy 0 is the A/A comparison, the machine's noise floor inside the experiment.
+Beside tps the summary compares SIDE_METRICS, which depend less on the host's noise
+(server CPU time and bytes per transaction), each with its CI."""
 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blocklab import stats
+from blocklab import designs, precision, stats
 from blocklab.metrics import (
     RUN_COLUMN_METRICS,
     MetricInfo,
@@ -38,6 +46,7 @@ class VariantSummary:
     comparison: stats.Comparison | None
     verdict: str  # in the metric's words: faster/slower, better/worse, higher/lower
     latency_avg_ms: stats.Summary | None
+    reference_id: str | None = None
 
 
 @dataclass
@@ -50,6 +59,22 @@ class ExperimentSummary:
     end_reason: str
     rounds_done: int
     variants: list[VariantSummary] = field(default_factory=list)
+    design: str = designs.PAIRED
+    aa: stats.Comparison | None = None  # aa-control: reference copy 1 / copy 0
+    aa_label: str = ""
+    # metric -> [(variant label, comparison with its reference)], for tps summaries
+    side: dict[str, list[tuple[str, stats.Comparison]]] = field(default_factory=dict)
+
+    def log_ratios(self) -> list[list[float]]:
+        """Per comparison, the per-round log ratios other / reference (the samples the
+        t interval is computed on): the noise blocklab.precision works with."""
+        by_id = {v.variant_id: v for v in self.variants}
+        out = []
+        for v in self.variants:
+            ref = by_id.get(v.reference_id or "")
+            if not v.is_reference and ref is not None:
+                out.append(precision.log_ratios(ref.values, v.values))
+        return [xs for xs in out if xs]
 
     def max_ci_half_width_pct(self) -> float | None:
         """The widest comparison CI half-width, in percent; None if any cannot be computed."""
@@ -67,41 +92,92 @@ class ExperimentSummary:
 LATENCY = metric_info("latency_avg_ms")
 
 
-def round_values(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int, float]:
-    """round -> value for the successful runs among `runs`."""
-    out: dict[int, float] = {}
+SIDE_METRICS = ("server_cpu_s_per_xact", "wal_bytes_per_xact", "data_write_bytes_per_xact")
+
+
+def round_copies(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int, dict[int, float]]:
+    """round -> copy_index -> value for the successful runs among `runs`."""
+    out: dict[int, dict[int, float]] = {}
     for r in runs:
         if r["status"] != "ok":
             continue
         value = r[metric] if metric in RUN_COLUMN_METRICS else db.metrics(r["id"]).get(metric)
         if value is not None:
-            out[int(r["round"])] = float(value)
+            out.setdefault(int(r["round"]), {})[int(r["copy_index"] or 0)] = float(value)
     return out
 
 
-def summarize_experiment(db: ResultsStore, name: str, metric: str = "tps") -> ExperimentSummary:
+def round_values(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int, float]:
+    """round -> value for the successful runs among `runs` (copy 0 of each round)."""
+    return {r: cs[0] for r, cs in round_copies(db, runs, metric).items() if 0 in cs}
+
+
+def combine_copies(copies: dict[int, dict[int, float]], expected: int) -> dict[int, float]:
+    """Per round, one value from `expected` copies: their geometric mean (their mean when
+    a value is not positive); a round missing a copy is left out, since half a
+    palindrome does not cancel drift."""
+    out = {}
+    for r, cs in copies.items():
+        xs = [cs[c] for c in range(expected) if c in cs]
+        if len(xs) < expected:
+            continue
+        if all(x > 0 for x in xs):
+            out[r] = math.exp(sum(math.log(x) for x in xs) / len(xs))
+        else:
+            out[r] = sum(xs) / len(xs)
+    return out
+
+
+def design_of(exp: Row) -> str:
+    spec = json.loads(exp["spec_json"] or "{}")
+    kind = (spec.get("design") or {}).get("kind", designs.PAIRED)
+    return kind if kind in designs.DESIGNS else designs.PAIRED
+
+
+def copies_per_round(design: str, variant_id: str, reference_ids: set[str]) -> int:
+    if design == designs.ABBA:
+        return 2
+    return 2 if design == designs.AA_CONTROL and variant_id in reference_ids else 1
+
+
+def summarize_experiment(
+    db: ResultsStore, name: str, metric: str = "tps", *, side: bool = True
+) -> ExperimentSummary:
     exp = db.experiment(name)
     ref_id = exp["reference"]
     all_runs = db.runs(name)
     rounds_done = len({r["round"] for r in all_runs})
+    design = design_of(exp)
     variants = db.variants(name)
     info = metric_info(metric)
     if metric == "tps":
         info = throughput_info(drivers_of(v["variant_json"] for v in variants))
     result = ExperimentSummary(
-        name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done
+        name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done, design=design
     )
     labels = {v["variant_id"]: v["label"] for v in variants}
     runs_of: dict[str, list[Row]] = {vid: [] for vid in labels}
     for r in all_runs:
         runs_of.setdefault(r["variant_id"], []).append(r)
-    values_of = {vid: round_values(db, runs, metric) for vid, runs in runs_of.items()}
+    refs = {v["reference_id"] or ref_id for v in variants} - {None}
+    copies_of = {vid: round_copies(db, runs, metric) for vid, runs in runs_of.items()}
+    values_of = {
+        vid: combine_copies(cs, copies_per_round(design, vid, refs))
+        for vid, cs in copies_of.items()
+    }
+    if design == designs.AA_CONTROL and ref_id in copies_of:
+        ref_copies = copies_of[ref_id]
+        first = {r: cs[0] for r, cs in ref_copies.items() if 0 in cs}
+        second = {r: cs[1] for r, cs in ref_copies.items() if 1 in cs}
+        result.aa = compare(first, second, info)
+        result.aa_label = labels.get(ref_id, "")
     for v in variants:
         vid = v["variant_id"]
         my_ref = v["reference_id"] or ref_id
         failed = [r for r in runs_of[vid] if r["status"] != "ok"]
         values = values_of[vid]
-        latencies = list(round_values(db, runs_of[vid], "latency_avg_ms").values())
+        lat_copies = round_copies(db, runs_of[vid], "latency_avg_ms")
+        latencies = [x for cs in lat_copies.values() for x in cs.values()]
         is_ref = my_ref is None or vid == my_ref
         comparison = None
         if not is_ref:
@@ -122,9 +198,25 @@ def summarize_experiment(db: ResultsStore, name: str, metric: str = "tps") -> Ex
                 latency_avg_ms=summarize(latencies, metric_info("latency_avg_ms"))
                 if latencies
                 else None,
+                reference_id=my_ref,
             )
         )
+    if side and metric == "tps":
+        result.side = _side_metrics(db, name)
     return result
+
+
+def _side_metrics(db: ResultsStore, name: str) -> dict[str, list[tuple[str, stats.Comparison]]]:
+    stored = set(db.metric_names(name))
+    out = {}
+    for m in SIDE_METRICS:
+        if m not in stored:
+            continue
+        s = summarize_experiment(db, name, m, side=False)
+        rows = [(v.label, v.comparison) for v in s.variants if v.comparison is not None]
+        if rows:
+            out[m] = rows
+    return out
 
 
 def restore_note(db: ResultsStore, experiment: str, dataset_init_s: Sequence[float]) -> str:

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from blocklab import stats
-from blocklab.metrics import MetricInfo
+from blocklab.metrics import MetricInfo, metric_info
 from blocklab.summary import ExperimentSummary, VariantSummary
 from blocklab.units import NO_VALUE, fmt_difference, fmt_value
 
@@ -126,9 +126,43 @@ def print_summary(console: Console, s: ExperimentSummary) -> None:
     for row in rows:
         for note in row.notes:
             console.print(Text(f"  ! {row.label}: {note}"))
+    for line in design_lines(s):
+        console.print(Text(f"  {line}"))
     console.print(Text(f"  {_explanation(s)}"), style="dim")
     if s.end_reason:
         console.print(Text(f"  ended: {s.end_reason}"))
+
+
+def design_lines(s: ExperimentSummary) -> list[str]:
+    """The design and its matching analysis, the A/A noise floor beside the result, and
+    the comparisons of the metrics less sensitive to the host's noise."""
+    lines = [f"design {s.design}: " + DESIGN_ANALYSIS.get(s.design, "")]
+    if s.aa is not None:
+        width = s.aa.ci_half_width_pct
+        lines.append(
+            f"A/A noise floor ({s.aa_label} copy 1 vs copy 0, {s.aa.n_pairs} rounds): "
+            f"{gain_text(s.aa, '')}"
+            + (f", CI half-width {width:.2f} %" if width is not None else "")
+            + "; a comparison inside this is not a difference the machine can show"
+        )
+    for metric, rows in s.side.items():
+        info = metric_info(metric)
+        for label, c in rows:
+            width = c.ci_half_width_pct
+            lines.append(
+                f"{info.label}: {label} {gain_text(c, info.unit)}"
+                + (f", CI half-width {width:.2f} %" if width is not None else "")
+            )
+    return lines
+
+
+DESIGN_ANALYSIS = {
+    "paired": "each variant once per round; per-round ratios",
+    "short-runs": "shorter runs in more rounds; per-round ratios",
+    "abba": "A B B A per round; per-round ratio of each variant's geometric mean of 2 runs",
+    "aa-control": "paired plus the reference twice per round; the reference's value is the "
+    "geometric mean of its 2 runs",
+}
 
 
 def _table(rows: list[Row], columns: tuple[str, ...]) -> Table:

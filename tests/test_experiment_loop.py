@@ -136,11 +136,45 @@ def test_until_ci_adds_rounds_until_max_rounds_and_says_so(db: ResultsDB) -> Non
     exp = _experiment(rounds=2)
     variants = register(db, exp, {})
     out = Loop(exp, variants, db=db, lab=ReplayLab(), progress=Silent()).run(
-        StoppingRule(rounds=2, until_ci_pct=0.001, max_rounds=4)
+        StoppingRule(rounds=2, until_ci_pct=0.001, max_rounds=3)
     )
-    assert out.rounds_done == 4
-    assert "max rounds reached (4)" in out.end_reason
-    assert len(db.runs("loop")) == 12
+    assert out.rounds_done == 3
+    assert "max rounds reached (3)" in out.end_reason
+    assert len(db.runs("loop")) == 9
+
+
+def test_until_ci_stops_early_when_the_budget_cannot_reach_the_target(db: ResultsDB) -> None:
+    exp = _experiment(rounds=2)
+    variants = register(db, exp, {})
+    out = Loop(exp, variants, db=db, lab=ReplayLab(), progress=Silent()).run(
+        StoppingRule(rounds=2, until_ci_pct=0.001, max_rounds=50)
+    )
+    assert out.rounds_done == 3  # the first round with enough to judge
+    assert "stopped early: the budget cannot reach a CI half-width of 0.001 %" in out.end_reason
+    assert "the budget allows 50" in out.end_reason
+
+
+def test_abba_stores_both_copies_and_the_summary_pairs_rounds(db: ResultsDB) -> None:
+    exp = spec.from_dict(
+        {
+            "experiment": {"name": "loop", "rounds": 2, "reference": {"block_size": 8}},
+            "design": {"kind": "abba"},
+            "matrix": {"postgres": "18", "block_size": [4, 8], "duration": 5},
+        },
+        base=DATA,
+    )
+    variants = register(db, exp, {})
+    lab = ReplayLab()
+    Loop(exp, variants, db=db, lab=lab, progress=Silent()).run(StoppingRule(rounds=2))
+    keys = sorted((r["variant_id"], r["round"], r["copy_index"]) for r in db.runs("loop"))
+    ids = sorted(v.variant_id for v in variants)
+    assert keys == [(v, r, c) for v in ids for r in (1, 2) for c in (0, 1)]
+    first = [vid for vid, rnd in lab.calls if rnd == 1]
+    assert first == first[::-1]  # A B B A
+    s = summarize_experiment(db, "loop")
+    (other,) = [v for v in s.variants if not v.is_reference]
+    assert other.comparison is not None and other.comparison.n_pairs == 2
+    assert s.design == "abba"
 
 
 def test_until_ci_stops_when_every_comparison_is_precise_enough(db: ResultsDB) -> None:

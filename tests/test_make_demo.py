@@ -53,7 +53,10 @@ def test_make_demo_prints_a_summary_comparing_4k_with_the_8k_reference(
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
-    assert sorted(runs) == [("bs=4k", 1), ("bs=4k", 2), ("bs=8k", 1), ("bs=8k", 2)], runs
+    # the demo's design is A B B A: each variant twice per round (copy_index 0 and 1)
+    assert sorted(runs) == sorted(
+        (label, rnd, copy) for label in ("bs=4k", "bs=8k") for rnd in (1, 2) for copy in (0, 1)
+    ), runs
     assert "demo-page-size" in out and "2 rounds" in out, out
     rows = {
         label: line
@@ -71,12 +74,12 @@ def test_make_demo_prints_a_summary_comparing_4k_with_the_8k_reference(
     assert "Results: " in out and "blocklab summary" in out, out
 
 
-def _runs(results: Path) -> list[tuple[str, int]]:
-    """(variant label, round) of every stored run; each must have succeeded."""
+def _runs(results: Path) -> list[tuple[str, int, int]]:
+    """(variant label, round, copy_index) of every stored run; each must have succeeded."""
     with sqlite3.connect(results / "blocklab.sqlite") as c:
         rows = c.execute(
-            "SELECT v.label, r.round, r.status, r.reason FROM runs r JOIN variants v "
-            "ON v.experiment = r.experiment AND v.variant_id = r.variant_id"
+            "SELECT v.label, r.round, r.copy_index, r.status, r.reason FROM runs r "
+            "JOIN variants v ON v.experiment = r.experiment AND v.variant_id = r.variant_id"
         ).fetchall()
-    assert {status for _, _, status, _ in rows} == {"ok"}, rows
-    return [(label, rnd) for label, rnd, _, _ in rows]
+    assert {status for *_, status, _ in rows} == {"ok"}, rows
+    return [(label, rnd, copy) for label, rnd, copy, _, _ in rows]

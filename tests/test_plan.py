@@ -43,8 +43,13 @@ def test_describe_the_demo() -> None:
     exp = spec.demo()
     p = plan.describe(exp)
     assert len(p.variants) == 2 and len(p.builds) == 2 and p.datasets == 2
-    assert p.runs == 2 * exp.rounds
-    assert sorted(p.first_round) == ["bs=4k", "bs=8k"]
+    assert exp.run_design.kind == "abba" and p.runs == 4 * exp.rounds
+    assert p.first_round == p.first_round[::-1] or sorted(p.first_round) == [
+        "bs=4k",
+        "bs=4k (copy 1)",
+        "bs=8k",
+        "bs=8k (copy 1)",
+    ]
     per_run = 20 + 5 + plan.PER_RUN_OVERHEAD_S
     assert p.eta_runs_s == pytest.approx(p.runs * per_run)
     assert p.eta_builds_s == 2 * plan.BUILD_S

@@ -14,8 +14,9 @@ from rich.table import Table
 
 from blocklab import plan as planning
 from blocklab import settings_catalogue, spec
+from blocklab.commands.options import results_option
 from blocklab.console import console
-from blocklab.errors import BlocklabError
+from blocklab.errors import BlocklabError, UserError
 from blocklab.installation import Installation
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths
@@ -63,14 +64,108 @@ def catalogue_lookup(installs: dict[str, Installation]) -> CatalogueOf:
 
 @click.command("plan")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
-def plan_command(file: Path | None) -> None:
+@results_option
+@click.option(
+    "--until-ci",
+    "until_ci",
+    type=float,
+    help="the 95 % CI half-width (PCT) wanted: print the rounds and time it needs",
+)
+@click.option(
+    "--pilot",
+    type=int,
+    help="run a pilot of N rounds (stored as EXPERIMENT-pilot) to measure the noise",
+)
+def plan_command(
+    file: Path | None, results: str | None, until_ci: float | None, pilot: int | None
+) -> None:
     """Show what `blocklab run FILE` would do: variants, builds, datasets, runs, the order
-    of the first round and an ETA. Builds and runs nothing. Without FILE: the demo."""
+    of the first round, an ETA, and what the planned rounds can resolve (the noise from
+    stored runs of the same experiment or variants, or from --pilot). Builds and runs
+    nothing without --pilot. Without FILE: the demo."""
+    if until_ci is not None and not 0 < until_ci < 100:
+        raise UserError(f"--until-ci: a percentage between 0 and 100 (got {until_ci:g})")
+    if pilot is not None and not 2 <= pilot <= 50:
+        raise UserError(f"--pilot: rounds between 2 and 50 (got {pilot})")
     exp = spec.load(file) if file is not None else spec.demo()
-    spec.check_machine(exp, Paths.from_env())
+    paths = Paths.from_env()
+    spec.check_machine(exp, paths)
+    from blocklab.store.factory import check_results
+
+    check_results(results)
     installs = cached_installations()
     p = planning.describe(exp, cached=lambda req: _request_key(req) in installs)
-    render(p, console(), catalogue_of=catalogue_lookup(installs))
+    out = console()
+    render(p, out, catalogue_of=catalogue_lookup(installs))
+    pilot_name = _run_pilot(exp, paths, results, pilot) if pilot else None
+    render_precision(p, out, _noise(exp, results, pilot_name), until_ci)
+
+
+def _run_pilot(exp: spec.Experiment, paths: Paths, results: str | None, rounds: int) -> str:
+    from blocklab.commands.run import _execute
+    from blocklab.experiment import StoppingRule
+
+    name = f"{exp.name}-pilot"[:64]
+    pilot = exp.model_copy(update={"name": name, "rounds": rounds})
+    console(stderr=True).print(f"pilot: {rounds} rounds stored as experiment '{name}'")
+    _execute(pilot, paths, results, StoppingRule(rounds=rounds), quiet=True)
+    return name
+
+
+def _noise(exp: spec.Experiment, results: str | None, prefer: str | None) -> Any:
+    from blocklab import noise
+    from blocklab.store.factory import open_results
+
+    try:
+        with open_results(results, create=False) as db:
+            return noise.estimate(db, exp, prefer=prefer)
+    except UserError:  # no results stored yet
+        return None
+
+
+def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) -> None:
+    """The noise, the MDE at the planned rounds, and the rounds a target needs."""
+    from blocklab import precision
+
+    exp = p.experiment
+    if found is None:
+        out.print(
+            "[bold]precision:[/bold] no stored paired rounds of this experiment or its "
+            "variants: run `blocklab plan --pilot 3` (or an earlier run) to measure the noise"
+        )
+        return
+    rounds = max(exp.rounds, precision.MIN_ROUNDS)
+    target = until_ci if until_ci is not None else exp.until_ci_pct
+    f = precision.forecast(found.noise.sigma_log, rounds, p.seconds_per_round, target)
+    out.print(
+        f"[bold]precision:[/bold] noise {found.noise.sigma_pct:.2f} % per round "
+        f"(stdev of the per-round log ratios, {found.source}); at {rounds} rounds the 95 % "
+        f"CI half-width is about ±{f.ci_half_width_pct:.2f} % and the minimum detectable "
+        f"effect (power 80 %) {f.mde_pct:.2f} %",
+        highlight=False,
+    )
+    if target is None:
+        return
+    if f.rounds_for_target is None or f.seconds_for_target is None:
+        out.print(
+            f"±{target:g} % needs more than {precision.MAX_ROUNDS} rounds at this noise: "
+            "not reachable on this machine",
+            highlight=False,
+        )
+        return
+    line = (
+        f"±{target:g} % needs about {f.rounds_for_target} rounds "
+        f"({format_duration(f.seconds_for_target)} of runs)"
+    )
+    cap = exp.max_rounds or planning.default_max_rounds(exp.rounds)
+    budget = exp.time_budget_s
+    if f.rounds_for_target > cap or (budget is not None and f.seconds_for_target > budget):
+        line += (
+            f"; beyond the budget (max {cap} rounds"
+            + (f", {format_duration(budget)}" if budget is not None else "")
+            + "): an --until-ci run would stop early"
+        )
+    out.print(line, highlight=False)
 
 
 COMMANDS: list[click.Command] = [plan_command]
@@ -149,7 +244,11 @@ def _differing(p: Plan, values: dict[str, list[str]], unknown: list[str], title:
 
 def _counts(p: Plan, console: Console) -> None:
     cached = len(p.builds) - len(p.builds_to_make)
-    runs = f"{p.runs} runs ({len(p.variants)} variants × {p.experiment.rounds} rounds)"
+    per_round = p.runs // max(1, p.experiment.rounds)
+    runs = (
+        f"{p.runs} runs ({per_round} per round, design {p.experiment.run_design.kind}, "
+        f"× {p.experiment.rounds} rounds)"
+    )
     if p.max_runs is not None:
         runs += f", up to {p.max_runs} until every CI half-width ≤ {p.experiment.until_ci_pct:g} %"
     console.print(

@@ -147,6 +147,7 @@ def _execute(
     exp: Experiment, paths: Paths, results: str | None, rule: StoppingRule, quiet: bool
 ) -> tuple[Outcome, list[DatasetInfo]]:
     from blocklab import results_space, run_lock
+    from blocklab.controls import RunControls
     from blocklab.experiment import Loop, register
     from blocklab.host import host_facts
     from blocklab.lab import Lab
@@ -175,8 +176,14 @@ def _execute(
                 f"results in {db.location}"
             )
             references = {v.variant_id: exp.variant(exp.reference_for(v)) for v in variants}
+            controls = RunControls.from_design(exp.run_design)
             with Lab(
-                paths, state, log=progress.note, references=references, variants=variants
+                paths,
+                state,
+                log=progress.note,
+                references=references,
+                variants=variants,
+                controls=controls,
             ) as lab:
                 _prepare(lab, variants, err)
                 loop = Loop(exp, variants, db=db, lab=lab, progress=progress)

@@ -19,6 +19,7 @@ from blocklab.metrics import MetricInfo, drivers_of, throughput_info
 from blocklab.report import shape
 from blocklab.store import RESULTS_DB_NAME, ResultsStore
 from blocklab.store.factory import is_postgres, open_store
+from blocklab.summary import combine_copies
 
 
 @dataclass
@@ -219,13 +220,17 @@ def throughput_name(driver_names: list[str]) -> str:
 
 
 def round_values(runs: list[RunView], variant_id: str, metric: str) -> dict[int, float]:
-    out: dict[int, float] = {}
+    """round -> value; a variant run twice in a round (the abba and aa-control designs)
+    counts once, as its copies' geometric mean (mean when one is not positive), as in
+    blocklab.summary."""
+    copies: dict[int, dict[int, float]] = {}
     for r in runs:
         if r.variant_id == variant_id and r.status == "ok":
             v = r.value(metric)
             if v is not None:
-                out[r.round] = float(v)
-    return out
+                got = copies.setdefault(r.round, {})
+                got[len(got)] = float(v)
+    return {rnd: combine_copies({rnd: cs}, len(cs))[rnd] for rnd, cs in copies.items()}
 
 
 def _fill_cells(

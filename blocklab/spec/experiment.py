@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from blocklab import settings_policy as policies
 from blocklab.model import BuildRequest, Variant
+from blocklab.spec.design import RunDesign
 from blocklab.spec.dimensions import Scalar
 
 
@@ -37,6 +38,7 @@ class Experiment(BaseModel):
     variant_list: tuple[Variant, ...]
     reference_map: dict[str, str]  # variant_id -> its reference's variant_id
     dims_map: dict[str, dict[str, Scalar]]  # variant_id -> varying dimension values
+    run_design: RunDesign = RunDesign()  # [design] and [placement]
     source: str | None = None  # the experiment file, if any (not part of the identity)
 
     def variants(self) -> list[Variant]:
@@ -75,7 +77,7 @@ class Experiment(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """Stable JSON stored with the experiment (same file -> same JSON)."""
-        return {
+        data: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "seed": self.seed,
@@ -89,3 +91,6 @@ class Experiment(BaseModel):
             "exclude": self.exclude,
             "variants": [v.variant_id for v in self.variant_list],
         }
+        if not self.run_design.is_default():  # experiments without [design] keep their JSON
+            data["design"] = self.run_design.to_json()
+        return data

@@ -12,14 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from blocklab import settings_policy as policies
+from blocklab.designs import AA_CONTROL
 from blocklab.errors import UserError
+from blocklab.spec import design as run_design
 from blocklab.spec import matrix, selectors
 from blocklab.spec.dimensions import Dimension
 from blocklab.spec.experiment import Experiment, default_seed
 from blocklab.spec.matrix import Combo
 from blocklab.spec.values import check_keys, choice, fail, integer, number, string, table
 
-TOP_KEYS = ("experiment", "matrix", "exclude")
+TOP_KEYS = ("experiment", "matrix", "exclude", "design", "placement")
 EXPERIMENT_KEYS = (
     "name",
     "description",
@@ -116,11 +118,22 @@ def from_dict(data: dict[str, Any], *, base: Path, source: str | None = None) ->
     check_keys(head, EXPERIMENT_KEYS, "experiment")
     if "experiment" not in data or "name" not in head:
         raise fail("experiment.name", "missing", "a short name: letters, digits, . _ -")
-    dims = matrix.dimensions(table(data.get("matrix", {}), "matrix"), base)
+    rd = run_design.parse(data.get("design"), data.get("placement"))
+    meta = _experiment_meta(head)
+    values, meta["rounds"] = run_design.apply_short_runs(
+        rd, table(data.get("matrix", {}), "matrix"), meta["rounds"]
+    )
+    if rd.kind == AA_CONTROL and head.get("reference") is None:
+        raise fail(
+            "experiment.reference",
+            "missing: design 'aa-control' runs the reference twice per round",
+            "a selector such as { block_size = 8 } or a variant label",
+        )
+    dims = matrix.dimensions(values, base)
     vocab = selectors.Vocabulary.of(dims, matrix.known_values(dims))
     rules = selectors.excludes(data.get("exclude", []), vocab)
     combos = selectors.drop_excluded(matrix.combos(dims), rules)
-    meta = _experiment_meta(head)
+    meta["run_design"] = rd
     return _assemble(meta, dims, combos, data.get("exclude", []), vocab, source)
 
 

@@ -22,7 +22,9 @@ def check_machine(exp: Experiment, paths: Paths) -> None:
 
 def _check(exp: Experiment, paths: Paths) -> None:
     from blocklab import build, sizing, storage  # heavy: loaded when a command checks
+    from blocklab.spec.design import check_placement
 
+    check_placement(exp.run_design)
     variants = exp.variants()
     for req in {v.build.digest(): v.build for v in variants}.values():
         try:
