@@ -66,9 +66,15 @@ def identity_json(exp: Experiment) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in RESUMABLE_KEYS}
 
 
-def raw_dir_for(results: Path, experiment: str, round_no: int, variant: Variant) -> Path:
+def raw_dir_for(
+    results: Path, experiment: str, round_no: int, variant: Variant, host: str = ""
+) -> Path:
+    """A run's raw directory; a fleet host's runs live in a directory of the host's."""
     slug = re.sub(r"[^A-Za-z0-9_.=-]+", "_", variant.label).strip("_")[:60]
-    return results / "runs" / _safe(experiment) / f"r{round_no:03d}-{slug}-{variant.variant_id}"
+    base = results / "runs" / _safe(experiment)
+    if host:
+        base = base / f"host-{_safe(host)}"
+    return base / f"r{round_no:03d}-{slug}-{variant.variant_id}"
 
 
 def _safe(name: str) -> str:
@@ -103,8 +109,10 @@ class Loop:
         lab: LabLike,
         progress: Progress,
         clock: Callable[[], float] = time.monotonic,
+        host: str = "",
     ):
         self.exp = exp
+        self.host = host  # the fleet host whose runs these are ("" on one machine)
         self.variants = {v.variant_id: v for v in variants}
         self.db = db
         self.lab = lab
@@ -115,7 +123,7 @@ class Loop:
         self.failed = 0
 
     def run(self, rule: StoppingRule) -> Outcome:
-        done = self.db.done_keys(self.exp.name)
+        done = self.db.done_keys(self.exp.name, self.host)
         total = len(self.variants) * rule.rounds
         already = sum(1 for (_, r) in done if r <= rule.rounds)
         self.progress.begin(total, already)
@@ -164,7 +172,7 @@ class Loop:
             done.add((vid, round_no))
 
     def run_one(self, variant: Variant, round_no: int, position: int) -> RunRecord:
-        raw_dir = raw_dir_for(self.db.directory, self.exp.name, round_no, variant)
+        raw_dir = raw_dir_for(self.db.directory, self.exp.name, round_no, variant, self.host)
         # a partial run of an interrupted invocation: discard it
         safe_remove_tree(raw_dir, [self.db.directory])
         raw_dir.mkdir(parents=True)
@@ -174,6 +182,7 @@ class Loop:
             variant, experiment=self.exp.name, round_no=round_no, position=position, raw_dir=raw_dir
         )
         record.raw_dir = self.db.raw_ref(raw_dir)
+        record.host = self.host
         self.db.record_run(record)
         if record.status == "ok":
             self.ok += 1

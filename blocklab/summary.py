@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blocklab import stats
+from blocklab.errors import UserError
 from blocklab.metrics import RUN_COLUMN_METRICS, compare, metric_info, summarize, verdict_text
 from blocklab.store import ResultsStore, Row
 
@@ -69,10 +70,34 @@ def round_values(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int
     return out
 
 
-def summarize_experiment(db: ResultsStore, name: str, metric: str = "tps") -> ExperimentSummary:
+def run_hosts(runs: Sequence[Row]) -> list[str]:
+    """The fleet hosts that ran `runs`, sorted ("" for runs of one machine)."""
+    return sorted({str(r["host"]) for r in runs})
+
+
+def summarize_by_host(
+    db: ResultsStore, name: str, metric: str = "tps"
+) -> list[tuple[str, ExperimentSummary]]:
+    """One summary per host that ran the experiment (rounds pair within a host only)."""
+    hosts = run_hosts(db.runs(name)) or [""]
+    return [(h, summarize_experiment(db, name, metric, host=h)) for h in hosts]
+
+
+def summarize_experiment(
+    db: ResultsStore, name: str, metric: str = "tps", *, host: str | None = None
+) -> ExperimentSummary:
+    """The summary of `host`'s runs (None: every run, which must come from one host: a
+    round is paired only with the same round on the same host)."""
     exp = db.experiment(name)
     ref_id = exp["reference"]
     all_runs = db.runs(name)
+    if host is not None:
+        all_runs = [r for r in all_runs if r["host"] == host]
+    elif len(hosts := run_hosts(all_runs)) > 1:
+        raise UserError(
+            f"experiment '{name}' ran on hosts {', '.join(hosts)}: its rounds pair within "
+            "a host only; summarise one host at a time"
+        )
     rounds_done = len({r["round"] for r in all_runs})
     result = ExperimentSummary(name, metric, ref_id, exp["state"], exp["end_reason"], rounds_done)
     info = metric_info(metric)

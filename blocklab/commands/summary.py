@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def summary_cmd(experiment: str | None, results: str | None, metric: str) -> None:
     """The table: n, mean ± stdev, min, median, max, CI and gain against the reference."""
     from blocklab.store.factory import open_results
-    from blocklab.summary import summarize_experiment
+    from blocklab.summary import summarize_by_host
     from blocklab.summary_table import print_summary
 
     with open_results(results, create=False) as db:
@@ -36,7 +36,11 @@ def summary_cmd(experiment: str | None, results: str | None, metric: str) -> Non
         out = console()
         for name in names:
             _check_metric(db, db.experiment(name)["name"], metric)
-            print_summary(out, summarize_experiment(db, name, metric))
+            by_host = summarize_by_host(db, name, metric)
+            for host, summary in by_host:
+                if len(by_host) > 1:  # a fleet: one table per host, never paired across
+                    summary.name = f"{name} @ host {host}"
+                print_summary(out, summary)
 
 
 def _check_metric(db: ResultsStore, experiment: str, metric: str) -> None:
