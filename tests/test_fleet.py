@@ -30,7 +30,8 @@ pytestmark = pytest.mark.build
 
 def _toml(name: str, rounds: int = 2, duration_s: int = 1) -> str:
     return (
-        f'[experiment]\nname = "{name}"\nrounds = {rounds}\nseed = 7\nreference = "bs=8k"\n[matrix]\n'
+        f'[experiment]\nname = "{name}"\nrounds = {rounds}\nseed = 7\n'
+        'reference = "bs=8k"\n[matrix]\n'
         'postgres = "18"\nblock_size = [4, 8]\nwal_block_size = 8\nscale = 1\n'
         f"clients = 1\nduration = {duration_s}\nwarmup = 0\n"
     )
