@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from helpers import running_cluster  # noqa: E402
 from scratch_home import scratch_home  # noqa: E402
 
-from blocklab.cluster import Cluster, server_user  # noqa: E402
+from blocklab.cluster import Cluster  # noqa: E402
 from blocklab.fleet import queue  # noqa: E402
 from blocklab.installation import Installation  # noqa: E402
 from blocklab.store.uri import parse_pg  # noqa: E402
@@ -136,23 +138,10 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=10_000)
     ap.add_argument("--procs", type=int, default=4)
     args = ap.parse_args()
-    with scratch_home("bench-queue-") as (paths, state):
-        base = paths.work / "queue"
-        c = Cluster(
-            Installation.system(15),
-            base / "data",
-            socket_dir=base / "sock",
-            user=server_user(),
-            state=state,
-            log_path=base / "server.log",
-        )
-        try:
-            c.initdb(data_checksums=False)
-            c.write_settings({"max_connections": str(args.agents * 2 + 50)})
-            c.start()
+    with scratch_home("bench-queue-") as (paths, _state):
+        settings = {"max_connections": str(args.agents * 2 + 50)}
+        with running_cluster(paths, Installation.system(15), "queue", settings) as c:
             bench(_uri(c), args.agents, args.jobs, args.procs)
-        finally:
-            c.kill()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from blocklab.commands.options import results_option
+from blocklab.commands.options import (
+    check_experiment_numbers,
+    experiment_options,
+    results_option,
+)
 from blocklab.console import console
 from blocklab.errors import UserError
 
@@ -41,16 +45,7 @@ def fleet_group() -> None:
 @click.option("--hosts", required=True, help="the hosts that run the matrix, e.g. a,b,c")
 @results_option
 @click.option("--rounds", type=int, help="rounds per host")
-@click.option("--duration", type=int, help="seconds per run (another experiment)")
-@click.option("--scale", type=int, help="pgbench scale factor (another experiment)")
-@click.option("--clients", type=int, help="pgbench clients (another experiment)")
-@click.option(
-    "--until-ci",
-    "until_ci",
-    type=float,
-    help="per host: add rounds until every CI half-width is at most PCT",
-)
-@click.option("--max-rounds", type=int, help="with --until-ci: at most this many rounds per host")
+@experiment_options
 def submit_cmd(
     file: Path,
     hosts: str,
@@ -62,7 +57,8 @@ def submit_cmd(
     until_ci: float | None,
     max_rounds: int | None,
 ) -> None:
-    """Queue FILE's experiment on every host: one job per host and round."""
+    """Queue FILE's experiment on every host: one job per host and round (--until-ci and
+    --max-rounds apply to each host on its own)."""
     from blocklab.experiment import register
     from blocklab.fleet import control, queue, registry
     from blocklab.fleet.hosts import parse_hosts
@@ -70,12 +66,14 @@ def submit_cmd(
     from blocklab.store.factory import open_store
     from blocklab.timestamps import now_iso
 
-    for flag, value in (("--rounds", rounds), ("--duration", duration), ("--scale", scale),
-                        ("--clients", clients), ("--max-rounds", max_rounds)):  # fmt: skip
-        if value is not None and value < 1:
-            raise UserError(f"{flag}: must be at least 1 (got {value})")
-    if until_ci is not None and not 0 < until_ci < 100:
-        raise UserError(f"--until-ci: a percentage between 0 and 100 (got {until_ci:g})")
+    check_experiment_numbers(
+        until_ci,
+        rounds=rounds,
+        duration=duration,
+        scale=scale,
+        clients=clients,
+        max_rounds=max_rounds,
+    )
     names = parse_hosts(hosts)
     spec, target = _target(results)
     if not file.is_file():
