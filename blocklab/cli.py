@@ -26,6 +26,7 @@ def _register() -> None:
         device,
         economics,
         export,
+        fleet,
         plan,
         report,
         run,
@@ -33,7 +34,19 @@ def _register() -> None:
         summary,
     )
 
-    for module in (build, cleanup, plan, report, run, summary, export, selftest, economics, device):
+    for module in (
+        build,
+        cleanup,
+        plan,
+        report,
+        run,
+        summary,
+        export,
+        selftest,
+        economics,
+        device,
+        fleet,
+    ):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -73,13 +73,20 @@ def identity_json(exp: Experiment) -> dict[str, Any]:
 
 
 def raw_dir_for(
-    results: Path, experiment: str, round_no: int, variant: Variant, copy_index: int = 0
+    results: Path,
+    experiment: str,
+    round_no: int,
+    variant: Variant,
+    copy_index: int = 0,
+    host: str = "",
 ) -> Path:
+    """A run's raw directory; a fleet host's runs live in a directory of the host's."""
     slug = re.sub(r"[^A-Za-z0-9_.=-]+", "_", variant.label).strip("_")[:60]
     copy = f"-c{copy_index}" if copy_index else ""
-    return (
-        results / "runs" / _safe(experiment) / f"r{round_no:03d}-{slug}-{variant.variant_id}{copy}"
-    )
+    base = results / "runs" / _safe(experiment)
+    if host:
+        base = base / f"host-{_safe(host)}"
+    return base / f"r{round_no:03d}-{slug}-{variant.variant_id}{copy}"
 
 
 def _safe(name: str) -> str:
@@ -114,8 +121,10 @@ class Loop:
         lab: LabLike,
         progress: Progress,
         clock: Callable[[], float] = time.monotonic,
+        host: str = "",
     ):
         self.exp = exp
+        self.host = host  # the fleet host whose runs these are ("" on one machine)
         self.variants = {v.variant_id: v for v in variants}
         self.db = db
         self.lab = lab
@@ -144,7 +153,7 @@ class Loop:
         return designs.runs_per_round(self.design, len(self.variants))
 
     def run(self, rule: StoppingRule) -> Outcome:
-        done = self.db.run_keys(self.exp.name)
+        done = self.db.run_keys(self.exp.name, self.host)
         self._remember_unstartable()
         total = self.runs_per_round() * rule.rounds
         already = sum(1 for (_, r, _c) in done if r <= rule.rounds)
@@ -162,7 +171,7 @@ class Loop:
         assert rule.until_ci_pct is not None
         max_rounds = rule.max_rounds or max(rule.rounds * 4, 20)
         while True:
-            summary = summarize_experiment(self.db, self.exp.name)
+            summary = summarize_experiment(self.db, self.exp.name, host=self.host)
             width = summary.max_ci_half_width_pct()
             if width is not None and width <= rule.until_ci_pct:
                 return self._finish(
@@ -225,7 +234,9 @@ class Loop:
     def run_one(
         self, variant: Variant, round_no: int, position: int, copy_index: int = 0
     ) -> RunRecord:
-        raw_dir = raw_dir_for(self.db.directory, self.exp.name, round_no, variant, copy_index)
+        raw_dir = raw_dir_for(
+            self.db.directory, self.exp.name, round_no, variant, copy_index, self.host
+        )
         # a partial run of an interrupted invocation: discard it
         safe_remove_tree(raw_dir, [self.db.directory])
         results_space.check(self.db.directory)
@@ -249,6 +260,7 @@ class Loop:
             self.unstartable.setdefault(variant.variant_id, f"round {round_no}")
         record.raw_dir = self.db.raw_ref(raw_dir)
         record.copy_index = copy_index
+        record.host = self.host
         with results_space.guard(self.db.directory):
             self.db.record_run(record)
         faults.step("stored")

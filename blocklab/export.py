@@ -60,10 +60,15 @@ def _experiments(db: ResultsStore, experiment: str | None) -> list[str]:
     return names
 
 
-def run_rows(db: ResultsStore, experiment: str | None = None) -> Iterator[dict[str, Any]]:
+def run_rows(
+    db: ResultsStore, experiment: str | None = None, *, host: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """The runs' CSV rows; with `host`, of that fleet host's runs only."""
     for name in _experiments(db, experiment):
         variants = {v["variant_id"]: v for v in db.variants(name)}
         for r in db.runs(name):
+            if host is not None and r["host"] != host:
+                continue
             v = variants[r["variant_id"]]
             row: dict[str, Any] = {f: r[f] for f in RUN_FIELDS if f in r.keys()}
             row.update(experiment=name, run_id=r["id"], label=v["label"])

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blocklab import designs, precision, stats
+from blocklab.errors import UserError
 from blocklab.metrics import (
     RUN_COLUMN_METRICS,
     MetricInfo,
@@ -140,12 +141,39 @@ def copies_per_round(design: str, variant_id: str, reference_ids: set[str]) -> i
     return 2 if design == designs.AA_CONTROL and variant_id in reference_ids else 1
 
 
+def run_hosts(runs: Sequence[Row]) -> list[str]:
+    """The fleet hosts that ran `runs`, sorted ("" for runs of one machine)."""
+    return sorted({str(r["host"]) for r in runs})
+
+
+def summarize_by_host(
+    db: ResultsStore, name: str, metric: str = "tps"
+) -> list[tuple[str, ExperimentSummary]]:
+    """One summary per host that ran the experiment (rounds pair within a host only)."""
+    hosts = run_hosts(db.runs(name)) or [""]
+    return [(h, summarize_experiment(db, name, metric, host=h)) for h in hosts]
+
+
 def summarize_experiment(
-    db: ResultsStore, name: str, metric: str = "tps", *, side: bool = True
+    db: ResultsStore,
+    name: str,
+    metric: str = "tps",
+    *,
+    side: bool = True,
+    host: str | None = None,
 ) -> ExperimentSummary:
+    """The summary of `host`'s runs (None: every run, which must come from one host: a
+    round is paired only with the same round on the same host)."""
     exp = db.experiment(name)
     ref_id = exp["reference"]
     all_runs = db.runs(name)
+    if host is not None:
+        all_runs = [r for r in all_runs if r["host"] == host]
+    elif len(hosts := run_hosts(all_runs)) > 1:
+        raise UserError(
+            f"experiment '{name}' ran on hosts {', '.join(hosts)}: its rounds pair within "
+            "a host only; summarise one host at a time"
+        )
     rounds_done = len({r["round"] for r in all_runs})
     design = design_of(exp)
     variants = db.variants(name)
@@ -202,17 +230,19 @@ def summarize_experiment(
             )
         )
     if side and metric == "tps":
-        result.side = _side_metrics(db, name)
+        result.side = _side_metrics(db, name, host)
     return result
 
 
-def _side_metrics(db: ResultsStore, name: str) -> dict[str, list[tuple[str, stats.Comparison]]]:
+def _side_metrics(
+    db: ResultsStore, name: str, host: str | None
+) -> dict[str, list[tuple[str, stats.Comparison]]]:
     stored = set(db.metric_names(name))
     out = {}
     for m in SIDE_METRICS:
         if m not in stored:
             continue
-        s = summarize_experiment(db, name, m, side=False)
+        s = summarize_experiment(db, name, m, side=False, host=host)
         rows = [(v.label, v.comparison) for v in s.variants if v.comparison is not None]
         if rows:
             out[m] = rows

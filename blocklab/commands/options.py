@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from blocklab.errors import UserError
 from blocklab.store.uri import INSECURE_ENV
 
 RESULTS_HELP = (
@@ -41,3 +42,36 @@ def choice_option(flag: str, choices: Sequence[str], default: str, help: str) ->
     return click.option(
         flag, type=click.Choice(choices), default=default, show_default=True, help=help
     )
+
+
+OVERRIDE_HELP = " (with FILE: replaces a fixed matrix value; stored as another experiment)"
+
+
+def experiment_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--duration, --scale, --clients (matrix overrides), --until-ci and --max-rounds:
+    what `run` and `fleet submit` take about an experiment besides --rounds."""
+    options = [
+        click.option("--duration", type=int, help="seconds per run" + OVERRIDE_HELP),
+        click.option("--scale", type=int, help="pgbench scale factor" + OVERRIDE_HELP),
+        click.option("--clients", type=int, help="pgbench clients" + OVERRIDE_HELP),
+        click.option(
+            "--until-ci",
+            "until_ci",
+            type=float,
+            help="add rounds until every comparison's 95 % CI half-width is at most PCT",
+        ),
+        click.option("--max-rounds", type=int, help="with --until-ci: stop after this many rounds"),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def check_experiment_numbers(until_ci: float | None, **counts: int | None) -> None:
+    """Counts (rounds=..., max_rounds=...) at least 1 and --until-ci a percentage, else a
+    UserError naming the flag."""
+    for name, value in counts.items():
+        if value is not None and value < 1:
+            raise UserError(f"--{name.replace('_', '-')}: must be at least 1 (got {value})")
+    if until_ci is not None and not 0 < until_ci < 100:
+        raise UserError(f"--until-ci: a percentage between 0 and 100 (got {until_ci:g})")

@@ -11,7 +11,11 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from blocklab.commands.options import results_option
+from blocklab.commands.options import (
+    check_experiment_numbers,
+    experiment_options,
+    results_option,
+)
 from blocklab.console import console
 from blocklab.errors import UserError
 from blocklab.paths import Paths
@@ -21,8 +25,6 @@ if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a comm
     from blocklab.lab import DatasetInfo, Lab
     from blocklab.model import Variant
     from blocklab.spec import Experiment
-
-OVERRIDE_HELP = " (with FILE: replaces a fixed matrix value; stored as another experiment)"
 
 
 def _paths() -> Paths:
@@ -63,25 +65,11 @@ def _load(
     return exp
 
 
-def _positive(flag: str, value: int | float | None) -> None:
-    if value is not None and value < 1:
-        raise UserError(f"{flag}: must be at least 1 (got {value})")
-
-
 @click.command("run")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @results_option
 @click.option("--rounds", type=int, help="rounds to run (each runs every variant once)")
-@click.option("--duration", type=int, help="seconds per run" + OVERRIDE_HELP)
-@click.option("--scale", type=int, help="pgbench scale factor" + OVERRIDE_HELP)
-@click.option("--clients", type=int, help="pgbench clients" + OVERRIDE_HELP)
-@click.option(
-    "--until-ci",
-    "until_ci",
-    type=float,
-    help="add rounds until every comparison's 95 % CI half-width is at most PCT",
-)
-@click.option("--max-rounds", type=int, help="with --until-ci: stop after this many rounds")
+@experiment_options
 @click.option("--time-budget", help="stop adding rounds after this long (e.g. 30m, 2h)")
 @click.option("--quiet", "-q", is_flag=True, help="one line per run instead of a progress bar")
 def run_cmd(
@@ -97,16 +85,14 @@ def run_cmd(
     quiet: bool,
 ) -> None:
     """Run an experiment file, or the built-in demo (4 kB vs 8 kB pages) without one."""
-    for flag, value in (
-        ("--rounds", rounds),
-        ("--duration", duration),
-        ("--scale", scale),
-        ("--clients", clients),
-        ("--max-rounds", max_rounds),
-    ):
-        _positive(flag, value)
-    if until_ci is not None and not 0 < until_ci < 100:
-        raise UserError(f"--until-ci: a percentage between 0 and 100 (got {until_ci:g})")
+    check_experiment_numbers(
+        until_ci,
+        rounds=rounds,
+        duration=duration,
+        scale=scale,
+        clients=clients,
+        max_rounds=max_rounds,
+    )
     if file is not None and not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
     from blocklab.experiment import StoppingRule

@@ -28,7 +28,7 @@ def summary_cmd(experiment: str | None, results: str | None, metric: str) -> Non
     from blocklab.query_summary import summarize_queries
     from blocklab.query_table import print_queries
     from blocklab.store.factory import open_results
-    from blocklab.summary import summarize_experiment
+    from blocklab.summary import summarize_by_host
     from blocklab.summary_table import print_summary
 
     with open_results(results, create=False) as db:
@@ -38,7 +38,11 @@ def summary_cmd(experiment: str | None, results: str | None, metric: str) -> Non
         out = console()
         for name in names:
             _check_metric(db, db.experiment(name)["name"], metric)
-            print_summary(out, summarize_experiment(db, name, metric))
+            by_host = summarize_by_host(db, name, metric)
+            for host, summary in by_host:
+                if len(by_host) > 1:  # a fleet: one table per host, never paired across
+                    summary.name = f"{name} @ host {host}"
+                print_summary(out, summary)
             queries = summarize_queries(db, name)
             if queries is not None:
                 print_queries(out, queries)

@@ -75,6 +75,11 @@ class ExperimentView:
     runs: list[RunView]
     metrics: list[MetricInfo]
     throughput_name: str = "tps"  # the drivers' throughput: "tps", "tpmC"
+    fleet_host: str = ""  # the fleet host whose runs these are ("" on one machine)
+    stored_name: str = ""  # the experiment's name in the results store
+
+    def __post_init__(self) -> None:
+        self.stored_name = self.stored_name or self.name
 
     @property
     def dims(self) -> dict[str, list[Any]]:
@@ -161,10 +166,23 @@ def _run_view(row: Any, metrics: dict[str, float | None]) -> RunView:
     )
 
 
-def load_experiment(db: ResultsStore, name: str) -> ExperimentView:
+def load_experiments(db: ResultsStore) -> list[ExperimentView]:
+    """Every stored experiment; a fleet's experiment once per host (a round pairs only
+    with the same round on the same host), named `experiment @ host`."""
+    views = []
+    for row in db.experiments():
+        hosts = sorted({str(r["host"]) for r in db.runs(row["name"])}) or [""]
+        fleet = len(hosts) > 1 or hosts != [""]
+        views += [load_experiment(db, row["name"], host=h if fleet else None) for h in hosts]
+    return views
+
+
+def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> ExperimentView:
+    """One experiment's view; with `host`, of that fleet host's runs only."""
     exp = db.experiment(name)
     ref = exp["reference"]
-    runs = [_run_view(r, db.metrics(int(r["id"]))) for r in db.runs(name)]
+    rows = [r for r in db.runs(name) if host is None or r["host"] == host]
+    runs = [_run_view(r, db.metrics(int(r["id"]))) for r in rows]
     variants = [
         VariantView(
             variant_id=v["variant_id"],
@@ -184,9 +202,10 @@ def load_experiment(db: ResultsStore, name: str) -> ExperimentView:
     throughput = throughput_info(names)
     metrics = [throughput if m.key == "tps" else m for m in shape.order_metrics(present)]
     _fill_cells(variants, runs, metrics)
+    shown = name if host is None else f"{name} @ {host}"
     return ExperimentView(
-        name=name,
-        slug=slug(name),
+        name=shown,
+        slug=slug(shown),
         description=exp["description"],
         created_at=exp["created_at"],
         host=json.loads(exp["host_json"] or "{}"),
@@ -197,6 +216,8 @@ def load_experiment(db: ResultsStore, name: str) -> ExperimentView:
         runs=runs,
         metrics=metrics,
         throughput_name=throughput_name(names),
+        fleet_host=host or "",
+        stored_name=name,
     )
 
 

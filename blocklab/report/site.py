@@ -325,7 +325,7 @@ def _tojson(value: Any, indent: int | None = None) -> Markup:
 
 def _generate(db: ResultsStore, results: Path, w: Writer) -> tuple[int, int]:
     copy_assets(w)
-    exps = [data.load_experiment(db, row["name"]) for row in db.experiments()]
+    exps = data.load_experiments(db)
     _unique_slugs(exps)
     for exp in exps:
         write_experiment(w, db, results, exp)
@@ -496,7 +496,11 @@ def _long_csv_start(w: Writer, exp: ExperimentView, digests: list[str]) -> int:
 
 def write_runs_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
     tmp = w.out / f"e/{exp.slug}/.runs.csv.export"
-    export.write_csv(tmp, list(export.run_rows(db, exp.name)), export.RUN_FIELDS)
+    export.write_csv(
+        tmp,
+        list(export.run_rows(db, exp.stored_name, host=exp.fleet_host or None)),
+        export.RUN_FIELDS,
+    )
     w.put(f"e/{exp.slug}/runs.csv", tmp.read_text())
     tmp.unlink()
 

@@ -1,0 +1,240 @@
+"""CLI commands: fleet submit|status|cancel|move, and agent (docs/FLEET.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from blocklab.commands.options import (
+    check_experiment_numbers,
+    experiment_options,
+    results_option,
+)
+from blocklab.console import console
+from blocklab.errors import UserError
+
+if TYPE_CHECKING:
+    from blocklab.store.uri import PgTarget
+
+FLEET_NEEDS_PG = (
+    "the fleet needs a PostgreSQL results database (its queue lives there): give "
+    "--results postgresql://USER@HOST/DB (or BLOCKLAB_RESULTS)"
+)
+
+
+def _target(results: str | None) -> tuple[str, PgTarget]:
+    """The results URI and its connection (checked: no password in argv, local or TLS)."""
+    from blocklab.store.factory import is_postgres, results_spec
+    from blocklab.store.uri import parse_pg
+
+    spec, from_argv = results_spec(results)
+    if not is_postgres(spec):
+        raise UserError(f"--results: {spec} is a results directory (SQLite); {FLEET_NEEDS_PG}")
+    return spec, parse_pg(spec, from_argv=from_argv)
+
+
+@click.group("fleet")
+def fleet_group() -> None:
+    """One experiment across many hosts: queue it, watch it, cancel or move a host's jobs."""
+
+
+@fleet_group.command("submit")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--hosts", required=True, help="the hosts that run the matrix, e.g. a,b,c")
+@results_option
+@click.option("--rounds", type=int, help="rounds per host")
+@experiment_options
+def submit_cmd(
+    file: Path,
+    hosts: str,
+    results: str | None,
+    rounds: int | None,
+    duration: int | None,
+    scale: int | None,
+    clients: int | None,
+    until_ci: float | None,
+    max_rounds: int | None,
+) -> None:
+    """Queue FILE's experiment on every host: one job per host and round (--until-ci and
+    --max-rounds apply to each host on its own)."""
+    from blocklab.experiment import register
+    from blocklab.fleet import control, queue, registry
+    from blocklab.fleet.hosts import parse_hosts
+    from blocklab.spec import load
+    from blocklab.store.factory import open_store
+    from blocklab.timestamps import now_iso
+
+    check_experiment_numbers(
+        until_ci,
+        rounds=rounds,
+        duration=duration,
+        scale=scale,
+        clients=clients,
+        max_rounds=max_rounds,
+    )
+    names = parse_hosts(hosts)
+    spec, target = _target(results)
+    if not file.is_file():
+        raise UserError(f"FILE: no experiment file at {file}")
+    given = {"scale": scale, "clients": clients, "duration": duration}
+    overrides = {k: v for k, v in given.items() if v is not None}
+    exp = load(file, overrides)
+    n_rounds = rounds or exp.rounds
+    sub = registry.Submission(
+        name=exp.name,
+        spec_text=file.read_text(),
+        spec_path=str(file.absolute()),
+        overrides=overrides,
+        hosts=names,
+        rounds=n_rounds,
+        until_ci_pct=until_ci if until_ci is not None else exp.until_ci_pct,
+        max_rounds=max_rounds if max_rounds is not None else exp.max_rounds,
+        submitted_at=now_iso(),
+    )
+    with open_store(spec) as db:
+        variants = register(db, exp.model_copy(update={"rounds": n_rounds}), {"fleet_hosts": names})
+        vids = [v.variant_id for v in variants]
+        done = {h: control.complete_rounds(db.run_keys(exp.name, h), vids, n_rounds) for h in names}
+    queue.install(target)
+    with queue.connect(target) as conn:
+        registry.save(conn, sub)
+    jobs = control.jobs_to_submit(exp.name, names, n_rounds, done)
+    queued, already = control.submit(target, jobs)
+    out = console()
+    out.print(
+        f"experiment '{exp.name}': {len(vids)} variants x {n_rounds} rounds on "
+        f"{len(names)} hosts ({', '.join(names)}); {queued} jobs queued"
+        + (f", {already} already queued" if already else "")
+        + (
+            f", {sum(len(d) for d in done.values())} rounds already stored"
+            if any(done.values())
+            else ""
+        ),
+        highlight=False,
+    )
+    out.print(f"Results: {target.display}", highlight=False)
+    out.print("Next, on each host: blocklab agent --host NAME · then: blocklab fleet status")
+
+
+@fleet_group.command("status")
+@results_option
+@click.option("--experiment", help="only this experiment")
+def status_cmd(results: str | None, experiment: str | None) -> None:
+    """Queued, running, done and failed jobs per host, with an ETA."""
+    from rich.table import Table
+
+    from blocklab.fleet import queue
+    from blocklab.fleet.status import fleet_status, fmt_eta
+
+    _, target = _target(results)
+    queue.require_installed(target)
+    with queue.connect(target) as conn:
+        rows = fleet_status(conn, experiment)
+    out = console()
+    table = Table(title=f"fleet jobs in {target.display}")
+    for col in (
+        "experiment",
+        "host",
+        "queued",
+        "running",
+        "done",
+        "failed",
+        "cancelled",
+        "ETA",
+        "agent",
+    ):
+        table.add_column(
+            col,
+            justify="right"
+            if col in ("queued", "running", "done", "failed", "cancelled")
+            else "left",
+        )
+    for s in rows:
+        c = s.counts
+        eta = s.eta_s
+        table.add_row(
+            s.experiment, s.host, str(c["todo"]), str(c["doing"]), str(c["succeeded"]),
+            str(c["failed"]), str(c["cancelled"]),
+            fmt_eta(eta),
+            s.agent,
+        )  # fmt: skip
+    out.print(table)
+    for s in rows:
+        for f in s.failures:
+            out.print(f"failed on {s.host} ({s.experiment}) {f}", highlight=False)
+        if s.vanished:
+            out.print(
+                f"host {s.host} has vanished with {s.remaining} jobs left: "
+                f"blocklab fleet cancel --host {s.host}, or fleet move --from {s.host} --to OTHER",
+                highlight=False,
+            )
+    if not rows:
+        out.print("no fleet jobs")
+
+
+@fleet_group.command("cancel")
+@click.option("--host", "host", required=True, help="the host whose queued jobs are cancelled")
+@results_option
+@click.option("--experiment", help="only this experiment's jobs")
+def cancel_cmd(host: str, results: str | None, experiment: str | None) -> None:
+    """Cancel a host's jobs that have not started (a dead agent's job included)."""
+    from blocklab.fleet import control, queue
+    from blocklab.fleet.hosts import check_host
+
+    check_host(host)
+    _, target = _target(results)
+    queue.require_installed(target)
+    gone = control.cancel(target, host, experiment)
+    console().print(f"host {host}: {len(gone)} jobs cancelled", highlight=False)
+
+
+@fleet_group.command("move")
+@click.option("--from", "src", required=True, help="the host whose queued jobs move")
+@click.option("--to", "dst", required=True, help="the host that runs them instead")
+@results_option
+@click.option("--experiment", help="only this experiment's jobs")
+def move_cmd(src: str, dst: str, results: str | None, experiment: str | None) -> None:
+    """Move a host's queued rounds to another host, as extra rounds of that host (a round
+    measured on one host is never counted as another's)."""
+    from blocklab.fleet import control, queue
+    from blocklab.fleet.hosts import check_host
+    from blocklab.store.factory import open_store
+
+    check_host(src, "--from")
+    check_host(dst, "--to")
+    if src == dst:
+        raise UserError(f"--to: the same host as --from ({src})")
+    spec, target = _target(results)
+    queue.require_installed(target)
+    with open_store(spec) as db:
+        last = {
+            e["name"]: max((r for (_v, r, _c) in db.run_keys(e["name"], dst)), default=0)
+            for e in db.experiments()
+        }
+    moved = control.move(target, src, dst, experiment, last)
+    console().print(f"{len(moved)} jobs moved from {src} to {dst}", highlight=False)
+
+
+@click.command("agent")
+@click.option("--host", "host", required=True, help="this host's name in the fleet")
+@results_option
+@click.option("--until-idle", is_flag=True, help="stop when the host's queue is empty")
+def agent_cmd(host: str, results: str | None, until_idle: bool) -> None:
+    """Run this host's fleet jobs, one at a time, until stopped (SIGINT/SIGTERM let the
+    current job finish)."""
+    from blocklab.fleet.agent import Agent
+    from blocklab.fleet.hosts import check_host
+    from blocklab.paths import Paths
+
+    check_host(host)
+    spec, target = _target(results)
+    err = console(stderr=True)
+    err.print(f"agent {host}: results and queue in {target.display}", highlight=False)
+    agent = Agent(host, target, spec, Paths.from_env(), lambda m: err.print(m, highlight=False))
+    agent.serve(until_idle=until_idle)
+    err.print(f"agent {host}: {agent.jobs_done} jobs done", highlight=False)
+
+
+COMMANDS: list[click.Command] = [fleet_group, agent_cmd]
