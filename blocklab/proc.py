@@ -213,6 +213,11 @@ def _reap(pid: int) -> None:
         pass
 
 
+def end_group(child: subprocess.Popen[bytes]) -> None:
+    """End a spawned process and its whole process group: TERM, then KILL."""
+    _kill_group(child.pid, child)
+
+
 def _kill_group(pgid: int, proc: subprocess.Popen[bytes]) -> None:
     for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
         try:

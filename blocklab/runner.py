@@ -27,14 +27,14 @@ from blocklab import controls as controls_mod
 from blocklab import dataset, faults, probes, settings_policy
 from blocklab.cluster import Cluster
 from blocklab.controls import RunControls
-from blocklab.errors import BlocklabError, CommandError, UserError
+from blocklab.errors import BlocklabError, UserError
 from blocklab.model import Variant
 from blocklab.probes import ProbeContext
-from blocklab.proc import run as run_command
 from blocklab.store import RunRecord
 from blocklab.timestamps import now_iso
 from blocklab.workloads import drivers
 from blocklab.workloads.base import WorkloadDriver, WorkloadResult, endpoint
+from blocklab.workloads.execution import execute
 
 WORKLOAD_GRACE_S = 300
 
@@ -259,10 +259,13 @@ def _steady_warmup(target: RunTarget, acc: _Acc) -> bool:
         argv = acc.driver_prefix + driver.command(
             c.inst, endpoint(c), w, raw_dir=None, duration_s=seconds
         )
-        res = run_command(argv, check=False, timeout_s=seconds + WORKLOAD_GRACE_S)
-        chunks.append(res.stdout)
-        _save(acc.raw_dir, "warmup", argv, "\n".join(chunks), res.stderr, res.returncode)
-        if res.returncode != 0 or not c.alive():
+        stem = f"warmup-{len(chunks) + 1}"  # each chunk's output in files of its own
+        res = execute(
+            argv, acc.raw_dir, stem, timeout_s=seconds + WORKLOAD_GRACE_S, server_alive=c.alive
+        )
+        chunks.append(stem)
+        _save(acc.raw_dir, stem, argv, res.exit_code)
+        if res.exit_code != 0 or not c.alive():
             return None
         return driver.parse(res.stdout, res.stderr).throughput
 
@@ -349,14 +352,15 @@ def _warmup(target: RunTarget, acc: _Acc) -> bool:
     )
     t0 = time.monotonic()
     faults.step("warmup")
-    res = run_command(argv, check=False, timeout_s=w.warmup_s + WORKLOAD_GRACE_S)
+    res = execute(
+        argv, acc.raw_dir, "warmup", timeout_s=w.warmup_s + WORKLOAD_GRACE_S, server_alive=c.alive
+    )
     acc.timed("warmup_s", t0)
-    _save(acc.raw_dir, "warmup", argv, res.stdout, res.stderr, res.returncode)
-    if res.returncode != 0 or not c.alive():
+    _save(acc.raw_dir, "warmup", argv, res.exit_code)
+    if res.exit_code != 0 or not c.alive():
         errors = driver.parse(res.stdout, res.stderr).errors
-        acc.reason = f"warm-up failed: {driver.name} exit code {res.returncode}" + (
-            f": {errors[-1]}" if errors else ""
-        )
+        how = res.ended or f"exit code {res.exit_code}"
+        acc.reason = f"warm-up failed: {driver.name} {how}" + (f": {errors[-1]}" if errors else "")
         acc.server_alive = c.alive()
         return False
     return True
@@ -391,19 +395,24 @@ def _measure(target: RunTarget, acc: _Acc) -> None:
     c, w, driver = target.cluster, target.variant.workload, target.driver
     acc.argv = acc.driver_prefix + driver.command(c.inst, endpoint(c), w, raw_dir=acc.raw_dir)
     (acc.raw_dir / f"{driver.name}.argv").write_text(shlex.join(acc.argv) + "\n")
-    t0 = time.monotonic()
     faults.step("measure")
-    try:
-        res = run_command(acc.argv, check=False, timeout_s=w.duration_s + WORKLOAD_GRACE_S)
-    except CommandError as e:  # timed out
-        acc.workload_s = time.monotonic() - t0
-        acc.stdout = e.output
-        acc.reason = f"{driver.name} {e.reason}"
+    res = execute(
+        acc.argv,
+        acc.raw_dir,
+        driver.name,
+        timeout_s=w.duration_s + WORKLOAD_GRACE_S,
+        server_alive=c.alive,
+    )
+    acc.workload_s = res.elapsed_s
+    acc.stdout, acc.stderr = res.stdout, res.stderr
+    _save(acc.raw_dir, driver.name, acc.argv, res.exit_code)
+    if res.ended:  # blocklab ended it: no exit code, no verdict on its output
+        acc.server_alive = c.alive()
+        died = "" if acc.server_alive else "the server died during the run; "
+        acc.reason = f"{died}{driver.name} {res.ended}"
         return
-    acc.workload_s = time.monotonic() - t0
     acc.phases_s["workload_s"] = round(acc.workload_s, 6)
-    acc.exit_code, acc.stdout, acc.stderr = res.returncode, res.stdout, res.stderr
-    _save(acc.raw_dir, driver.name, acc.argv, res.stdout, res.stderr, res.returncode)
+    acc.exit_code = res.exit_code
 
 
 def _plan_pass(target: RunTarget, acc: _Acc, log_offset: int) -> None:
@@ -420,11 +429,11 @@ def _plan_pass(target: RunTarget, acc: _Acc, log_offset: int) -> None:
     acc.timed("plan_pass_s", t0)
 
 
-def _save(raw_dir: Path, stem: str, argv: list[str], out: str, err: str, code: int) -> None:
+def _save(raw_dir: Path, stem: str, argv: list[str], code: int | None) -> None:
+    """The argv and exit code beside the output execute() wrote ("ended" when blocklab
+    ended the driver)."""
     (raw_dir / f"{stem}.argv").write_text(shlex.join(argv) + "\n")
-    (raw_dir / f"{stem}.stdout").write_text(out)
-    (raw_dir / f"{stem}.stderr").write_text(err)
-    (raw_dir / f"{stem}.exit_code").write_text(f"{code}\n")
+    (raw_dir / f"{stem}.exit_code").write_text(f"{'ended' if code is None else code}\n")
 
 
 # A failed run's server may be in crash recovery after a backend died: PostgreSQL then
