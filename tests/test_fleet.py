@@ -96,8 +96,9 @@ def agents(fleet_db: dict[str, str]) -> Iterator[Agents]:
         yield a
     finally:
         a.kill_all()
-        for host in list(a.procs):  # a killed agent's servers and mounts: released
-            a.start(host, "--until-idle")
+        for host in list(a.procs):  # jobs left by a failed test cancelled; a killed
+            _blocklab("fleet", "cancel", "--host", host, env=fleet_db)  # agent's servers
+            a.start(host, "--until-idle")  # and mounts released by an agent with no job
             a.wait(host, 120)
         import shutil
 
