@@ -145,6 +145,8 @@ def test_two_hosts_end_to_end(
     assert report.returncode == 0, report.stderr
     index = (site / "index.html").read_text()
     assert "fleet2 @ alpha" in index and "fleet2 @ beta" in index
+    compare = (site / "compare.html").read_text()  # both hosts offered on one colour scale
+    assert "fleet2 @ alpha" in compare and "fleet2 @ beta" in compare
     # the password: never on a command line, in output, raw files or the report
     everything = b"".join(cmdlines) + (agents.output("alpha") + agents.output("beta")).encode()
     everything += sub.stdout.encode() + status.stdout.encode() + summary.stdout.encode()
