@@ -96,8 +96,9 @@ def agents(fleet_db: dict[str, str]) -> Iterator[Agents]:
         yield a
     finally:
         a.kill_all()
-        for host in list(a.procs):  # a killed agent's servers and mounts: released
-            a.start(host, "--until-idle")
+        for host in list(a.procs):  # jobs left by a failed test cancelled; a killed
+            _blocklab("fleet", "cancel", "--host", host, env=fleet_db)  # agent's servers
+            a.start(host, "--until-idle")  # and mounts released by an agent with no job
             a.wait(host, 120)
         import shutil
 
@@ -144,6 +145,8 @@ def test_two_hosts_end_to_end(
     assert report.returncode == 0, report.stderr
     index = (site / "index.html").read_text()
     assert "fleet2 @ alpha" in index and "fleet2 @ beta" in index
+    compare = (site / "compare.html").read_text()  # both hosts offered on one colour scale
+    assert "fleet2 @ alpha" in compare and "fleet2 @ beta" in compare
     # the password: never on a command line, in output, raw files or the report
     everything = b"".join(cmdlines) + (agents.output("alpha") + agents.output("beta")).encode()
     everything += sub.stdout.encode() + status.stdout.encode() + summary.stdout.encode()
