@@ -122,7 +122,9 @@ def combine_copies(copies: dict[int, dict[int, float]], expected: int) -> dict[i
         xs = [cs[c] for c in range(expected) if c in cs]
         if len(xs) < expected:
             continue
-        if all(x > 0 for x in xs):
+        if len(xs) == 1:
+            out[r] = xs[0]  # one copy: its value, exactly
+        elif all(x > 0 for x in xs):
             out[r] = math.exp(sum(math.log(x) for x in xs) / len(xs))
         else:
             out[r] = sum(xs) / len(xs)
