@@ -93,7 +93,7 @@ class ExperimentSummary:
 LATENCY = metric_info("latency_avg_ms")
 
 
-SIDE_METRICS = ("server_cpu_s_per_xact", "wal_bytes_per_xact", "data_write_bytes_per_xact")
+SIDE_METRICS = ("server_cpu_s_per_xact", "wal_bytes_per_xact", "relation_write_bytes_per_xact")
 
 
 def round_copies(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int, dict[int, float]]:

@@ -342,8 +342,8 @@ def _write_metrics(d: Mapping[str, float | None], xacts: int | None) -> dict[str
         m[k] = d.get(k)
     parts = [d.get(f"{who}_write_bytes") for who in ("checkpointer", "bgwriter", "backend")]
     data = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
-    m["data_write_bytes"] = data  # relation pages written, by whoever wrote them
-    m["data_write_bytes_per_xact"] = _per(data, xacts)
+    m["relation_write_bytes"] = data  # relation pages written, by whoever wrote them
+    m["relation_write_bytes_per_xact"] = _per(data, xacts)
     return m
 
 
