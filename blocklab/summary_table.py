@@ -96,7 +96,10 @@ def _against_reference(v: VariantSummary, unit: str, several_refs: bool) -> tupl
 
 def gain_text(c: stats.Comparison, unit: str) -> str:
     """'-2.0 % (-8.7 to +5.2)' for a ratio; '+1.00 kB (+0.20 kB to +1.80 kB)' without one."""
+    if c.estimate is None:  # one round, or no pair: nothing to say
+        return NO_VALUE
     if c.scale == stats.RATIO:
+        assert c.gain_pct is not None
         text = f"{c.gain_pct:+.1f} %"
         if c.ci95_low is not None and c.ci95_high is not None:
             text += f" ({(c.ci95_low - 1) * 100:+.1f} to {(c.ci95_high - 1) * 100:+.1f})"

@@ -201,3 +201,23 @@ def test_identical_ratios_are_undetermined_and_sizes_fit_80_columns(recorded: Re
     assert "…" not in text
     assert "100 MB" in text and "200 MB" in text and "+100.0 %: undetermined" in text
     assert "zero variance" in text
+
+
+def test_a_comparison_without_a_paired_round_prints_no_value() -> None:
+    """A side metric with no paired round (a variant never measured it) has no estimate:
+    its cell is the no-value mark, not a crash (seen on the TPC-H-like example)."""
+    from blocklab import stats
+    from blocklab.summary_table import gain_text
+    from blocklab.units import NO_VALUE
+
+    c = stats.Comparison(
+        n_pairs=0,
+        scale=stats.RATIO,
+        estimate=None,
+        ci95_low=None,
+        ci95_high=None,
+        p_value=None,
+        verdict=stats.TOO_FEW,
+        ci_half_width_pct=None,
+    )
+    assert gain_text(c, "s") == NO_VALUE
