@@ -46,7 +46,7 @@ warmup = 1
 KILL_AT = {
     "build": 0,
     "provision": 0,
-    "dataset_load": 0.3,
+    "dataset_load": 0.05,  # inside pgbench -i (scale 1 takes ~0.3 s on a quiet machine)
     "snapshot": 0.1,
     "restore": 0,
     "server_start": 0.2,
