@@ -23,6 +23,10 @@ HEADROOM_BYTES = 8 * 1024 * 1024
 
 
 def free_bytes(directory: Path) -> int:
+    """Free bytes of the file system `directory` is (or will be) on: its nearest existing
+    ancestor's (a PostgreSQL store's raw directory is made with the first run)."""
+    while not directory.exists() and directory.parent != directory:
+        directory = directory.parent
     st = os.statvfs(directory)
     return st.f_bavail * st.f_frsize
 

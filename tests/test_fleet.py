@@ -128,7 +128,7 @@ def test_two_hosts_end_to_end(
     wall_s = time.monotonic() - t0
     runs = _runs(fleet_db, "fleet2")
     keys = sorted((r["host"], r["variant_id"], r["round"]) for r in runs)
-    assert len(keys) == 8 and len(set(keys)) == 8
+    assert len(keys) == 8 and len(set(keys)) == 8, agents.output("alpha") + agents.output("beta")
     assert {r["host"] for r in runs} == {"alpha", "beta"}
     assert all(r["status"] == "ok" and r["tps"] > 0 for r in runs), [r["reason"] for r in runs]
     for host in ("alpha", "beta"):  # each host's raw files in its own home
