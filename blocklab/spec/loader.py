@@ -14,6 +14,7 @@ from typing import Any
 from blocklab import settings_policy as policies
 from blocklab.designs import AA_CONTROL
 from blocklab.errors import UserError
+from blocklab.model import Variant
 from blocklab.spec import design as run_design
 from blocklab.spec import matrix, selectors
 from blocklab.spec.dimensions import Dimension
@@ -187,6 +188,8 @@ def _assemble(
     ref_index = selectors.references(meta["reference"], combos, labels, varying, vocab)
     policy = meta["settings_policy"]
     variants = [matrix.to_variant(c, dims, labels[i], policy) for i, c in enumerate(combos)]
+    for v in variants:
+        _check_driver_server(v)
     ids = [v.variant_id for v in variants]
     return Experiment(
         **meta,
@@ -197,6 +200,25 @@ def _assemble(
         dims_map={ids[i]: matrix.dims_of(c.flat, varying, dims) for i, c in enumerate(combos)},
         source=source,
     )
+
+
+# Drivers that need a newer server than blocklab builds: go-tpc v1.0.12's tpch creates a
+# view with date_add() (PostgreSQL 16+) before its queries, and panics on PostgreSQL 15.
+DRIVER_MIN_PG = {"tpch": 16}
+
+
+def _check_driver_server(v: Variant) -> None:
+    least = DRIVER_MIN_PG.get(v.workload.driver)
+    if least is None or v.build.source != "debian" or not v.build.pg.isdigit():
+        return  # a tarball's or tree's version is known only once it is unpacked
+    if int(v.build.pg) < least:
+        allowed = ", ".join(p for p in ("15", "17", "18") if int(p) >= least)
+        raise fail(
+            "matrix.postgres",
+            f"pg {v.build.pg} cannot run the {v.workload.driver} driver (go-tpc's TPC-H "
+            f"queries need PostgreSQL {least} or newer)",
+            allowed,
+        )
 
 
 def _normalized(dims: Sequence[Dimension]) -> dict[str, Any]:
