@@ -25,7 +25,7 @@ from blocklab.dataset import Snapshot
 from blocklab.errors import BlocklabError, StorageError, UserError
 from blocklab.installation import Installation
 from blocklab.model import BuildRequest, StorageRequest, Variant
-from blocklab.paths import Paths, ensure_dir
+from blocklab.paths import Paths, ensure_dir, safe_remove_tree
 from blocklab.proc import User
 from blocklab.settings_policy import Catalogue
 from blocklab.state import State
@@ -126,6 +126,8 @@ class Lab:
         for cluster in self._clusters.values():
             try:
                 cluster.stop()
+                # its socket directory and log (each run keeps its part of the log)
+                safe_remove_tree(cluster.log_path.parent, [self.paths.work / "servers"])
             except (BlocklabError, OSError) as e:
                 errors.append(f"stopping {cluster.data_dir}: {e}")
         self._clusters.clear()

@@ -257,7 +257,10 @@ def test_lab_run_names_device_bytes_for_what_they_count(
     try:
         with Lab(paths, state, log=lambda _m: None, installations={pg15: pg15_system}) as lab:
             rec = lab.run(v, experiment="t", round_no=1, position=0, raw_dir=home / "raw")
+            server_dirs = [c.log_path.parent for c in lab._clusters.values()]
         assert rec.status == "ok", rec.reason
+        assert server_dirs and not any(d.exists() for d in server_dirs)  # removed at close
+        assert (home / "raw" / "server.log").stat().st_size > 0  # the run's part is kept
     finally:
         release_all(state, only_dead_owners=False)
     m = rec.metrics
