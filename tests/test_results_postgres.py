@@ -340,7 +340,7 @@ def test_demo_runs_into_postgres(
     with psycopg.connect(parse_pg(no_pw).conninfo, password=SECRET) as conn:
         runs = conn.execute("SELECT status, raw_dir, provenance_json, settings_json FROM runs")
         rows = runs.fetchall()
-    assert [s for s, *_ in rows] == ["ok"] * 4
+    assert [s for s, *_ in rows] == ["ok"] * 8  # the demo: 2 rounds of A B B A
     for _, raw_dir, provenance, settings in rows:
         assert (
             Path(raw_dir).parent.parent == raw / "runs" and Path(raw_dir, "pgbench.argv").is_file()
