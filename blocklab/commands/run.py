@@ -68,7 +68,9 @@ def _load(
 @click.command("run")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @results_option
-@click.option("--rounds", type=int, help="rounds to run (each runs every variant once)")
+@click.option(
+    "--rounds", type=int, help="rounds to run (each runs every variant once; A B B A: twice)"
+)
 @experiment_options
 @click.option("--time-budget", help="stop adding rounds after this long (e.g. 30m, 2h)")
 @click.option("--quiet", "-q", is_flag=True, help="one line per run instead of a progress bar")
