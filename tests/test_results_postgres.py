@@ -116,7 +116,7 @@ def test_store_contract(store: ResultsStore) -> None:
         store.record_run(_run("a", 1))  # (experiment, variant, round) is unique
     assert [r["variant_id"] for r in store.variants("e1")] == ["a", "b"]
     assert len(store.rounds("e1")) == 1
-    assert store.done_keys("e1") == {("a", 1), ("b", 1)}
+    assert store.run_keys("e1") == {("a", 1, 0), ("b", 1, 0)}
     run = store.run(rid)
     assert (run["tps"], run["transactions"], run["status"]) == (1234.5, 2**40, "ok")
     assert json.loads(run["settings_json"]) == {"shared_buffers": ["16384", "8kB"]}
@@ -210,7 +210,7 @@ def test_migration_from_version_1(
         db.record_run(replace(_run("a", 1), experiment="old", host="h2"))
         db.record_run(replace(_run("a", 1), experiment="old", copy_index=1))
         assert db.run_keys("old", "h2") == {("a", 1, 0)}
-        assert db.done_keys("old") == {("a", 1)}
+        assert db.run_keys("old") == {("a", 1, 0), ("a", 1, 1)}
         with pytest.raises(Exception, match="(?i)unique"):
             db.record_run(replace(_run("a", 1), experiment="old", host="h2"))
     with open_store(spec, create=False) as db:  # opening again changes nothing

@@ -287,11 +287,6 @@ class ResultsDB:
             raise UserError(f"no run with id {run_id} in {self.location}")
         return row
 
-    def done_keys(self, experiment: str, host: str = "") -> set[tuple[str, int]]:
-        """(variant_id, round) of every run stored for `host`, ok or failed: resume skips
-        these."""
-        return {(vid, rnd) for (vid, rnd, _copy) in self.run_keys(experiment, host)}
-
     def run_keys(self, experiment: str, host: str = "") -> set[tuple[str, int, int]]:
         """(variant_id, round, copy_index) of every run stored for `host`: the database
         keeps (experiment, host, variant_id, round, copy_index) unique."""
