@@ -251,11 +251,14 @@ def test_instrumentation_seam(paths: Paths) -> None:
         instrumentation=FakeProbes,
     ) as lab:
         rec = lab.run(variant(), experiment="t", round_no=1, position=0, raw_dir=raw)
+        # the server's log while it runs (the Lab removes it at close; the run keeps its part)
+        log_during_run = FakeProbes.contexts[-1].ctx.server_log.exists()
     assert_good_run(rec)
     probe = FakeProbes.contexts[-1]
     assert probe.calls == ["begin", f"end {rec.transactions} True"]
     assert probe.ctx.server_version_num // 10000 == 15
-    assert probe.ctx.block_size_bytes == 8192 and probe.ctx.server_log.exists()
+    assert probe.ctx.block_size_bytes == 8192 and log_during_run
+    assert (raw / "server.log").stat().st_size > 0
     assert rec.metrics["wal_bytes"] == 123.0 and "restore_s" in rec.metrics
     assert rec.series["wal_bytes_per_s"] == [(0.0, 1.0)] and "tps" in rec.series
     assert rec.checkpoints == [{"trigger": "time", "start_s": 1.0}]
