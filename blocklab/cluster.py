@@ -23,7 +23,7 @@ from typing import Any
 from blocklab import faults, proc
 from blocklab.errors import CommandError, RunError, UserError
 from blocklab.installation import Installation
-from blocklab.paths import ensure_dir
+from blocklab.paths import Paths, ensure_dir, open_to_server
 from blocklab.state import State
 
 SERVER_USER = "blocklab"
@@ -74,6 +74,13 @@ def server_user() -> proc.User:
     if pw.pw_uid == 0:
         raise RunError(f"the OS user {SERVER_USER!r} is root; postgres must never run as root")
     return proc.User(name=pw.pw_name, uid=pw.pw_uid, gid=pw.pw_gid, home=pw.pw_dir)
+
+
+def open_home(paths: Paths) -> tuple[proc.User, list[str]]:
+    """The server user, and blocklab's home and cache made reachable by it (see
+    blocklab.paths.open_to_server: UserError when a directory above them shuts it out)."""
+    user = server_user()
+    return user, open_to_server(paths, user.name, user.uid, user.gid)
 
 
 def free_port() -> int:

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from blocklab import dataset, runner, settings_catalogue, settings_policy, sizing, storage
-from blocklab.cluster import Cluster, server_user
+from blocklab.cluster import Cluster, open_home
 from blocklab.controls import RunControls
 from blocklab.dataset import Snapshot
 from blocklab.errors import BlocklabError, StorageError, UserError
@@ -150,7 +150,9 @@ class Lab:
     @property
     def user(self) -> User:
         if self._user is None:
-            self._user = server_user()
+            self._user, changed = open_home(self.paths)
+            for line in changed:
+                self.log(line)
         return self._user
 
     def install(self, req: BuildRequest) -> Installation:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +116,49 @@ def ensure_dir(path: Path, mode: int = 0o755) -> Path:
     for m in missing:
         os.chmod(m, mode)
     return path
+
+
+def untraversable(path: Path, uid: int, gid: int) -> Path | None:
+    """The first existing directory from / down to `path` that `uid`/`gid` may not enter
+    (by its owner, group and other execute bits), or None when every one lets it in."""
+    if uid == 0:
+        return None
+    for d in (*reversed(path.parents), path):
+        try:
+            st = d.stat()
+        except FileNotFoundError:
+            return None
+        if st.st_uid == uid:
+            bit = stat.S_IXUSR
+        elif st.st_gid == gid:
+            bit = stat.S_IXGRP
+        else:
+            bit = stat.S_IXOTH
+        if not st.st_mode & bit:
+            return d
+    return None
+
+
+def open_to_server(paths: Paths, name: str, uid: int, gid: int) -> list[str]:
+    """Let the server user (`name`, `uid`, `gid`) reach blocklab's home and cache: each is
+    created if missing (mode 0755); one that exists, is ours and denies it entry (a home
+    made by `mktemp -d` is 0700) gets o+x (entry only, never o+r). A directory above them
+    that denies entry is not ours to change: UserError naming the variable. Returns what
+    was changed, one line each."""
+    changed: list[str] = []
+    for key, root in (("BLOCKLAB_HOME", paths.home), ("BLOCKLAB_CACHE", paths.cache)):
+        ensure_dir(root)
+        while (d := untraversable(root, uid, gid)) is not None:
+            st = d.stat()
+            if d != root or st.st_uid != os.geteuid():
+                raise UserError(
+                    f"{key}: {root}: the server user {name!r} cannot enter {d} (mode "
+                    f"{stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}); allowed: a "
+                    f"directory every user may traverse (chmod o+x {d}) or another {key}"
+                )
+            os.chmod(d, stat.S_IMODE(st.st_mode) | stat.S_IXOTH)
+            changed.append(f"{key}: {d} made traversable by {name!r} (chmod o+x)")
+    return changed
 
 
 def tree_size_bytes(path: Path) -> int:

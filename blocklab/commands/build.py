@@ -82,7 +82,12 @@ def build_command(
         configure_args=configure_args,
     )
     build.validate(req)
-    inst = build.ensure_build(req, Paths.from_env(), log=_progress)
+    paths = Paths.from_env()
+    from blocklab.cluster import open_home
+
+    for line in open_home(paths)[1]:  # the build's check runs initdb as the server user
+        _progress(line)
+    inst = build.ensure_build(req, paths, log=_progress)
     click.echo(f"prefix  {inst.prefix}")
     click.echo(f"key     {inst.key}")
     click.echo(f"version {inst.version}")

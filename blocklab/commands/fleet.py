@@ -232,7 +232,12 @@ def agent_cmd(host: str, results: str | None, until_idle: bool) -> None:
     spec, target = _target(results)
     err = console(stderr=True)
     err.print(f"agent {host}: results and queue in {target.display}", highlight=False)
-    agent = Agent(host, target, spec, Paths.from_env(), lambda m: err.print(m, highlight=False))
+    paths = Paths.from_env()
+    from blocklab.cluster import open_home
+
+    for line in open_home(paths)[1]:  # before the first job, not minutes into it
+        err.print(line, highlight=False)
+    agent = Agent(host, target, spec, paths, lambda m: err.print(m, highlight=False))
     agent.serve(until_idle=until_idle)
     err.print(f"agent {host}: {agent.jobs_done} jobs done", highlight=False)
 
