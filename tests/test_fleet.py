@@ -157,6 +157,48 @@ def test_two_hosts_end_to_end(
     print(f"two-host fleet wall time: {wall_s:.1f} s")
 
 
+ASSIGNED = """
+[fleet.hosts]
+alpha = { clients = 1 }
+beta = { clients = 2 }
+"""
+
+
+def test_fleet_hosts_table_assigns_variants_to_hosts(
+    agents: Agents, fleet_db: dict[str, str], tmp_path: Path, pg18_demo_4k: Any, pg18_8k: Any
+) -> None:
+    """[fleet.hosts] in the file: each host runs its selection and the references, no
+    --hosts needed; a pair never spans hosts."""
+    spec = tmp_path / "assigned.toml"
+    text = _toml("assigned", rounds=1).replace(
+        'reference = "bs=8k"', "reference = { block_size = 8 }"
+    )
+    spec.write_text(text.replace("clients = 1\n", "clients = [1, 2]\n") + ASSIGNED)
+    sub = _blocklab("fleet", "submit", str(spec), env=fleet_db)
+    assert sub.returncode == 0, sub.stderr
+    assert "on 2 hosts (alpha, beta); 2 jobs queued" in sub.stdout, sub.stdout
+    assert "alpha: bs=4k c=1, bs=8k c=1" in " ".join(sub.stdout.split()), sub.stdout
+    for h in ("alpha", "beta"):
+        agents.start(h, "--until-idle")
+    for h in ("alpha", "beta"):
+        assert agents.wait(h, 600) == 0, agents.output(h)
+    with open_store(fleet_db["BLOCKLAB_RESULTS"]) as db:
+        runs = list(db.runs("assigned"))
+        labels = {v["variant_id"]: v["label"] for v in db.variants("assigned")}
+    got = sorted((r["host"], labels[r["variant_id"]]) for r in runs)
+    assert got == [
+        ("alpha", "bs=4k c=1"), ("alpha", "bs=8k c=1"),
+        ("beta", "bs=4k c=2"), ("beta", "bs=8k c=2"),
+    ], got  # fmt: skip
+    assert all(r["status"] == "ok" for r in runs), [r["reason"] for r in runs]
+    summary = _blocklab("summary", env=fleet_db)
+    assert summary.returncode == 0, summary.stderr
+    assert "assigned @ host alpha" in summary.stdout and "assigned @ host beta" in summary.stdout
+    only_alpha = _blocklab("fleet", "submit", str(spec), "--hosts", "alpha", env=fleet_db)
+    assert only_alpha.returncode == 2, only_alpha.stdout
+    assert "no host of alpha runs 'bs=4k c=2', 'bs=8k c=2'" in " ".join(only_alpha.stderr.split())
+
+
 def test_agent_sigkilled_mid_job_ends_with_exactly_the_planned_runs(
     agents: Agents, fleet_db: dict[str, str], tmp_path: Path, pg18_demo_4k: Any, pg18_8k: Any
 ) -> None:
@@ -241,6 +283,7 @@ def test_bad_input_is_exit_2_before_anything(fleet_db: dict[str, str], tmp_path:
         (["--hosts", "a b"], "not a host name"),
         (["--hosts", "a", "--results", str(tmp_path / "r")], "SQLite"),
         (["--hosts", "a", "--rounds", "0"], "--rounds"),
+        ([], "--hosts: give host names"),  # no --hosts and no [fleet.hosts] table
     ]
     for args, message in cases:
         r = _blocklab("fleet", "submit", str(spec), *args, env=fleet_db)

@@ -273,3 +273,28 @@ def test_parsing_asks_nothing_of_the_machine(monkeypatch: pytest.MonkeyPatch) ->
         with pytest.raises(UserError):
             spec.load(path)
     spec.demo()
+
+
+def test_fleet_hosts_assign_variants_with_their_references(tmp_path: Path) -> None:
+    body = (
+        '[experiment]\nname = "f"\nreference = { block_size = 8 }\n'
+        "[matrix]\nblock_size = [4, 8, 16]\nclients = [1, 2]\n"
+    )
+    plain = spec.load(write(tmp_path, body, "plain.toml"))
+    exp = spec.load(
+        write(tmp_path, body + "[fleet.hosts]\nsmall = { block_size = 4, clients = 1 }\n"
+              "big = { block_size = [16] }\n")
+    )  # fmt: skip
+    labels = lambda host: [v.label for v in exp.variants_on(host)]  # noqa: E731
+    # a host's selection and the reference of each (a pair never spans hosts)
+    assert labels("small") == ["bs=4k c=1", "bs=8k c=1"]
+    assert labels("big") == ["bs=8k c=1", "bs=8k c=2", "bs=16k c=1", "bs=16k c=2"]
+    assert len(labels("elsewhere")) == 6  # a host the table does not name runs them all
+    assert exp.unplaced(["small", "big"]) == ["bs=4k c=2"]
+    assert exp.unplaced(["small", "elsewhere"]) == []
+    # the table is part of the experiment's identity only when present
+    assert "fleet_hosts" not in plain.to_json() and set(exp.to_json()["fleet_hosts"]) == {
+        "small",
+        "big",
+    }
+    assert plain.variants_on("any") == plain.variants()

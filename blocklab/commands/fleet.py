@@ -16,6 +16,7 @@ from blocklab.console import console
 from blocklab.errors import UserError
 
 if TYPE_CHECKING:
+    from blocklab.spec import Experiment
     from blocklab.store.uri import PgTarget
 
 FLEET_NEEDS_PG = (
@@ -42,13 +43,16 @@ def fleet_group() -> None:
 
 @fleet_group.command("submit")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--hosts", required=True, help="the hosts that run the matrix, e.g. a,b,c")
+@click.option(
+    "--hosts",
+    help="the hosts that run the matrix, e.g. a,b,c (default: the hosts of FILE's [fleet.hosts])",
+)
 @results_option
 @click.option("--rounds", type=int, help="rounds per host")
 @experiment_options
 def submit_cmd(
     file: Path,
-    hosts: str,
+    hosts: str | None,
     results: str | None,
     rounds: int | None,
     duration: int | None,
@@ -58,7 +62,8 @@ def submit_cmd(
     max_rounds: int | None,
 ) -> None:
     """Queue FILE's experiment on every host: one job per host and round (--until-ci and
-    --max-rounds apply to each host on its own)."""
+    --max-rounds apply to each host on its own). A [fleet.hosts] table in FILE gives a host
+    the variants its selector matches (and their references); other hosts run them all."""
     from blocklab.experiment import register
     from blocklab.fleet import control, queue, registry
     from blocklab.fleet.hosts import parse_hosts
@@ -74,13 +79,14 @@ def submit_cmd(
         clients=clients,
         max_rounds=max_rounds,
     )
-    names = parse_hosts(hosts)
+    names = parse_hosts(hosts) if hosts is not None else None
     spec, target = _target(results)
     if not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
     given = {"scale": scale, "clients": clients, "duration": duration}
     overrides = {k: v for k, v in given.items() if v is not None}
     exp = load(file, overrides)
+    names = _fleet_hosts(exp, names)
     n_rounds = rounds or exp.rounds
     sub = registry.Submission(
         name=exp.name,
@@ -96,7 +102,12 @@ def submit_cmd(
     with open_store(spec) as db:
         variants = register(db, exp.model_copy(update={"rounds": n_rounds}), {"fleet_hosts": names})
         vids = [v.variant_id for v in variants]
-        done = {h: control.complete_rounds(db.run_keys(exp.name, h), vids, n_rounds) for h in names}
+        done = {
+            h: control.complete_rounds(
+                db.run_keys(exp.name, h), [v.variant_id for v in exp.variants_on(h)], n_rounds
+            )
+            for h in names
+        }
     queue.install(target)
     with queue.connect(target) as conn:
         registry.save(conn, sub)
@@ -114,8 +125,31 @@ def submit_cmd(
         ),
         highlight=False,
     )
+    for h in exp.host_variants:
+        if h in names:
+            shown = ", ".join(v.label or v.variant_id for v in exp.variants_on(h))
+            out.print(f"  {h}: {shown}", highlight=False)
     out.print(f"Results: {target.display}", highlight=False)
     out.print("Next, on each host: blocklab agent --host NAME · then: blocklab fleet status")
+
+
+def _fleet_hosts(exp: Experiment, names: list[str] | None) -> list[str]:
+    """--hosts, or the hosts of [fleet.hosts]; every variant must run on one of them."""
+    if names is None:
+        if not exp.host_variants:
+            raise UserError(
+                "--hosts: give host names separated by commas (e.g. a,b,c), or a "
+                "[fleet.hosts] table in FILE"
+            )
+        names = list(exp.host_variants)
+    unplaced = exp.unplaced(names)
+    if unplaced:
+        raise UserError(
+            f"--hosts: no host of {', '.join(names)} runs {', '.join(map(repr, unplaced))} "
+            f"([fleet.hosts] names {', '.join(exp.host_variants)}); allowed: "
+            "hosts that cover every variant"
+        )
+    return names
 
 
 @fleet_group.command("status")

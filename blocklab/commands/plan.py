@@ -183,6 +183,9 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
     _counts(p, console)
     console.print("[bold]round 1 order:[/bold] " + " → ".join(p.first_round))
     _eta(p, console)
+    for host in exp.host_variants:  # [fleet.hosts]: what `fleet submit` gives each host
+        shown = ", ".join(v.label or v.variant_id for v in exp.variants_on(host))
+        console.print(f"[bold]fleet host {host}:[/bold] {shown}", highlight=False)
 
 
 def _variants_table(p: Plan) -> Table:

@@ -153,7 +153,8 @@ class Agent:
         exp = sub.experiment()
         progress = QuietProgress(console(stderr=True))
         with open_store(self.results_spec) as db:
-            variants = register(db, exp, {**host_facts(), "fleet_host": self.host})
+            register(db, exp, {**host_facts(), "fleet_host": self.host})
+            variants = exp.variants_on(self.host)  # [fleet.hosts], references included
             refs = {v.variant_id: exp.variant(exp.reference_for(v)) for v in variants}
             state = State(self.paths.state_file)
             with Lab(

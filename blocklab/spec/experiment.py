@@ -39,10 +39,22 @@ class Experiment(BaseModel):
     reference_map: dict[str, str]  # variant_id -> its reference's variant_id
     dims_map: dict[str, dict[str, Scalar]]  # variant_id -> varying dimension values
     run_design: RunDesign = RunDesign()  # [design] and [placement]
+    host_variants: dict[str, tuple[str, ...]] = {}  # [fleet.hosts]: host -> its variant ids
     source: str | None = None  # the experiment file, if any (not part of the identity)
 
     def variants(self) -> list[Variant]:
         return list(self.variant_list)
+
+    def variants_on(self, host: str) -> list[Variant]:
+        """The variants fleet host `host` runs: those [fleet.hosts] assigns it (with their
+        references), or every variant for a host the table does not name."""
+        mine = self.host_variants.get(host)
+        return [v for v in self.variant_list if mine is None or v.variant_id in mine]
+
+    def unplaced(self, hosts: list[str]) -> list[str]:
+        """The labels of the variants none of `hosts` runs."""
+        placed = {v.variant_id for h in hosts for v in self.variants_on(h)}
+        return [v.label or v.variant_id for v in self.variant_list if v.variant_id not in placed]
 
     def reference_id(self) -> str:
         """The reference variant; with a grouped reference, the first group's."""
@@ -91,6 +103,8 @@ class Experiment(BaseModel):
             "exclude": self.exclude,
             "variants": [v.variant_id for v in self.variant_list],
         }
+        if self.host_variants:  # experiments without [fleet] keep their JSON
+            data["fleet_hosts"] = {h: list(ids) for h, ids in self.host_variants.items()}
         if not self.run_design.is_default():  # experiments without [design] keep their JSON
             data["design"] = self.run_design.to_json()
         return data

@@ -16,13 +16,13 @@ from blocklab.designs import AA_CONTROL
 from blocklab.errors import UserError
 from blocklab.model import Variant
 from blocklab.spec import design as run_design
-from blocklab.spec import matrix, selectors
+from blocklab.spec import fleet, matrix, selectors
 from blocklab.spec.dimensions import Dimension
 from blocklab.spec.experiment import Experiment, default_seed
 from blocklab.spec.matrix import Combo
 from blocklab.spec.values import check_keys, choice, fail, integer, number, string, table
 
-TOP_KEYS = ("experiment", "matrix", "exclude", "design", "placement")
+TOP_KEYS = ("experiment", "matrix", "exclude", "design", "placement", "fleet")
 EXPERIMENT_KEYS = (
     "name",
     "description",
@@ -135,7 +135,7 @@ def from_dict(data: dict[str, Any], *, base: Path, source: str | None = None) ->
     rules = selectors.excludes(data.get("exclude", []), vocab)
     combos = selectors.drop_excluded(matrix.combos(dims), rules)
     meta["run_design"] = rd
-    return _assemble(meta, dims, combos, data.get("exclude", []), vocab, source)
+    return _assemble(meta, dims, combos, data, vocab, source)
 
 
 def _experiment_meta(head: dict[str, Any]) -> dict[str, Any]:
@@ -179,7 +179,7 @@ def _assemble(
     meta: dict[str, Any],
     dims: Sequence[Dimension],
     combos: list[Combo],
-    raw_excludes: list[Any],
+    data: dict[str, Any],
     vocab: selectors.Vocabulary,
     source: str | None,
 ) -> Experiment:
@@ -191,10 +191,12 @@ def _assemble(
     for v in variants:
         _check_driver_server(v)
     ids = [v.variant_id for v in variants]
+    hosts = fleet.host_assignment(data.get("fleet"), combos, ref_index, labels, vocab)
     return Experiment(
         **meta,
         matrix=_normalized(dims),
-        exclude=[_jsonable(r) for r in raw_excludes],
+        exclude=[_jsonable(r) for r in data.get("exclude", [])],
+        host_variants={h: tuple(ids[i] for i in idx) for h, idx in hosts.items()},
         variant_list=tuple(variants),
         reference_map={ids[i]: ids[r] for i, r in enumerate(ref_index)},
         dims_map={ids[i]: matrix.dims_of(c.flat, varying, dims) for i, c in enumerate(combos)},
