@@ -23,7 +23,7 @@ from blocklab.errors import UserError
 from blocklab.metrics import metric_info
 from blocklab.report import build_site, resolve_in_site, shape
 from blocklab.report.data import load_experiment
-from blocklab.report.site import compare_json
+from blocklab.report.pagedata import compare_json
 from blocklab.store import ResultsDB
 
 # ---------------------------------------------------------------- pure helpers
@@ -208,7 +208,7 @@ def test_dimension_values_carry_their_units() -> None:
 
 
 def test_pages_label_both_block_sizes_in_kb(results: Path, site: Path) -> None:
-    from blocklab.report.site import grid_json
+    from blocklab.report.pagedata import grid_json
 
     with ResultsDB(results, create=False) as db:
         exp = load_experiment(db, "synthetic-geometry")

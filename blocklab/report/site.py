@@ -21,32 +21,24 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-import jinja2
-from markupsafe import Markup
-
 from blocklab import __version__, device_store, export, faults, proc
 from blocklab.errors import UserError
-from blocklab.report import csvout, data, devices, manifest, parallel, shape
+from blocklab.report import csvout, data, devices, manifest, parallel
 from blocklab.report.data import ExperimentView, RunView, VariantView
+from blocklab.report.pagedata import (
+    compare_json,
+    experiment_json,
+    grid_json,
+    run_json,
+    whole_seconds,
+)
 from blocklab.report.queries import write_queries
+from blocklab.report.rawfiles import copy_raw
+from blocklab.report.writer import MARKER, Writer, WriterState
 from blocklab.store import ResultsStore
 
-MARKER = ".blocklab-site"
 RUNS_PER_PAGE = 500  # runs listed per page: the experiment page, then runs-<n>.html
 MAX_FAILED_LISTED = 200  # failed runs listed on the experiment page (all are in runs.csv)
-MAX_RAW_FILE_BYTES = 256 * 1024 * 1024
-PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
 
 
 @dataclass(frozen=True)
@@ -191,136 +183,6 @@ def page_weight(out: Path) -> tuple[int, int, int, str, int]:
             if size > biggest:
                 biggest, name = size, str(p.relative_to(out))
     return pages, html, total, name, biggest
-
-
-# ---------------------------------------------------------------- generation
-
-
-WriterState = tuple[dict[str, int], set[str], int, int]
-
-
-class Writer:
-    """Writes the site's files, leaving a file alone when its content is unchanged, and
-    records what it wrote and kept (HTML pages) and every file of the site."""
-
-    def __init__(self, out: Path, old: manifest.Manifest):
-        self.out = out
-        self.old = old
-        self.new = manifest.Manifest(old.version)
-        self.env = _environment()
-        self.written = self.kept = 0
-        self.files: set[str] = {MARKER, manifest.MANIFEST}
-        self.other_bytes = 0
-        self.n_exp = self.n_runs = 0
-        self.fresh = not old.pages  # a new, empty directory: nothing to compare or keep
-        self.dirs: set[Path] = set()
-
-    def mkdir(self, path: Path) -> None:
-        if path not in self.dirs:
-            path.mkdir(parents=True, exist_ok=True)
-            self.dirs.add(path)
-
-    def page(self, rel: str, template: str, **context: Any) -> None:
-        depth = rel.count("/")
-        ctx = {"root": "../" * depth, "version": __version__, "charts": True}
-        ctx.update(context)
-        self.put(rel, self.env.get_template(template).render(**ctx))
-
-    def put(self, rel: str, text: str) -> None:
-        """Write `rel` unless it already holds exactly `text`."""
-        body = text.encode()
-        path = self.out / rel
-        self.files.add(rel)
-        if rel.endswith(".html"):
-            self.new.pages[rel] = len(body)
-        else:
-            self.other_bytes += len(body)
-        self.written += rel.endswith(".html")
-        self.mkdir(path.parent)
-        if self.fresh:
-            path.write_bytes(body)
-            return
-        try:
-            same = path.stat().st_size == len(body) and path.read_bytes() == body
-        except OSError:
-            same = False
-        if same:
-            self.written -= rel.endswith(".html")
-            self.kept += rel.endswith(".html")
-            return
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(body)
-        tmp.replace(path)
-
-    def keep(self, rel: str) -> bool:
-        """Keep an existing page as it is; False when it is missing."""
-        size = self.old.pages.get(rel)
-        if size is None or not (self.out / rel).is_file():
-            return False
-        self.files.add(rel)
-        self.new.pages[rel] = size
-        self.kept += 1
-        return True
-
-    def file(self, rel: str) -> Path:
-        """A non-page file the caller writes itself (CSV, raw files)."""
-        self.files.add(rel)
-        path = self.out / rel
-        self.mkdir(path.parent)
-        return path
-
-    def reset(self) -> None:
-        """Forget what was written (a worker process reports only its own part)."""
-        self.new.pages, self.files, self.written, self.kept = {}, set(), 0, 0
-
-    def state(self) -> WriterState:
-        return self.new.pages, self.files, self.written, self.kept
-
-    def merge(self, state: WriterState) -> None:
-        pages, files, written, kept = state
-        self.new.pages.update(pages)
-        self.files |= files
-        self.written += written
-        self.kept += kept
-
-    def total_bytes(self) -> int:
-        return sum(self.new.pages.values()) + sum(
-            (self.out / rel).stat().st_size
-            for rel in self.files
-            if not rel.endswith(".html") and not rel.endswith("/") and (self.out / rel).is_file()
-        )
-
-    def finish(self) -> None:
-        self.new.save(self.out)
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("blocklab.report", "templates"),
-        autoescape=jinja2.select_autoescape(["html"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["num"] = shape.fmt_num
-    env.filters["when"] = shape.fmt_when
-    env.filters["dim"] = lambda value, dim: shape.dim_label(dim, value)
-    env.filters["ratio"] = lambda x: "–" if x is None else f"{x:.3f}"
-    env.filters["vs"] = shape.vs_reference
-    env.filters["pval"] = lambda x: "–" if x is None else ("< 0.001" if x < 0.001 else f"{x:.3f}")
-    env.filters["tojson"] = _tojson
-    return env
-
-
-def _tojson(value: Any, indent: int | None = None) -> Markup:
-    """JSON safe inside HTML (as jinja's tojson), compact and with the C encoder."""
-    seps = (",", ": ") if indent else (",", ":")
-    text = json.dumps(value, indent=indent, separators=seps, default=str)
-    return Markup(
-        text.replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("&", "\\u0026")
-        .replace("'", "\\u0027")
-    )
 
 
 def _generate(db: ResultsStore, results: Path, w: Writer) -> tuple[int, int]:
@@ -640,197 +502,14 @@ def write_grid(
 
 
 def _grid_line(run_id: int, label: str, pts: list[tuple[float, float | None]]) -> dict[str, Any]:
-    return {"id": run_id, "label": label, "t": [_t(p[0]) for p in pts], "v": [p[1] for p in pts]}
+    return {
+        "id": run_id,
+        "label": label,
+        "t": [whole_seconds(p[0]) for p in pts],
+        "v": [p[1] for p in pts],
+    }
 
 
 def grid_shard(n: int, lines: list[dict[str, Any]]) -> str:
     body = json.dumps([ln for ln in lines if ln["t"]], separators=(",", ":"))
     return f"(window.blocklabGrid = window.blocklabGrid || {{}})[{n}] = {body};\n"
-
-
-def copy_raw(results: Path, raw_dir: str, dest: Path, href_base: str) -> list[dict[str, Any]]:
-    """Copy (hard-link where possible) a run's raw files into the site; regular files only,
-    symlinks are not followed. Returns [{name, href, size, note}]."""
-    src = data.raw_source(results, raw_dir)
-    if src is None:
-        return []
-    out = []
-    for rel, p in _regular_files(src):
-        size = p.stat().st_size
-        entry = {"name": rel, "href": f"{href_base}/{rel}", "size": size, "note": ""}
-        if size > MAX_RAW_FILE_BYTES:
-            entry.update(
-                href=p.as_uri(), note="too large to copy into the site; links the original"
-            )
-        else:
-            _link_or_copy(p, dest / rel)
-        out.append(entry)
-    return out
-
-
-def _regular_files(src: Path) -> list[tuple[str, Path]]:
-    """(relative posix path, path) of the regular files under `src`, sorted; symlinks are
-    neither followed nor listed."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(src):
-        rel_dir = Path(dirpath).relative_to(src)
-        for name in [*dirnames, *filenames]:
-            p = Path(dirpath, name)
-            if not p.is_symlink() and p.is_file():
-                found.append(((rel_dir / name).as_posix(), p))
-    return sorted(found, key=lambda f: f[0])
-
-
-def _link_or_copy(src: Path, dst: Path) -> None:
-    """Hard-link `src` at `dst` (replacing a file there), else copy it."""
-    for _ in range(3):
-        try:
-            os.link(src, dst)
-            return
-        except FileNotFoundError:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            dst.unlink()
-        except OSError:
-            break
-    dst.unlink(missing_ok=True)
-    shutil.copyfile(src, dst)
-
-
-# ---------------------------------------------------------------- page data (pure)
-
-
-def _t(t: float) -> float | int:
-    """Whole seconds as integers: '12' instead of '12.0' in the embedded JSON."""
-    return int(t) if float(t).is_integer() else t
-
-
-def compact(points: list[tuple[float, float | None]]) -> list[tuple[float | int, float | None]]:
-    return [(int(t) if float(t).is_integer() else t, v) for t, v in points]
-
-
-def _r(x: float | None) -> float | None:
-    return None if x is None else float(f"{x:.6g}")
-
-
-def stat_json(cell: shape.CellStats, unit: str = "") -> dict[str, Any]:
-    s, c = cell.summary, cell.comparison
-    return {
-        "n": s.n,
-        "mean": _r(s.mean),
-        "stdev": _r(s.stdev),
-        "lo": _r(s.ci95_low),
-        "hi": _r(s.ci95_high),
-        "noisy": s.noisy,
-        "ratio": _r(c.ratio) if c else None,
-        "rlo": _r(c.ci95_low) if c else None,
-        "rhi": _r(c.ci95_high) if c else None,
-        "p": _r(c.p_value) if c else None,
-        "vs": shape.vs_reference(c, unit) if c else None,
-        "verdict": cell.verdict,
-    }
-
-
-def experiment_json(exp: ExperimentView, page: str = "") -> dict[str, Any]:
-    """Per-variant numbers for the heatmaps; hrefs relative to `page`'s directory."""
-    units = {m.key: m.unit for m in exp.metrics}
-    return {
-        "name": exp.name,
-        "page": page or "index.html",
-        "dimValues": exp.dims,
-        "dimLabels": shape.dim_labels(exp.dims),
-        "axes": list(exp.axes),
-        "metrics": [{"key": m.key, "label": m.label, "unit": m.unit} for m in exp.metrics],
-        "variants": [
-            {
-                "id": v.variant_id,
-                "label": v.label or v.variant_id,
-                "dims": v.dims,
-                "ref": v.is_reference,
-                "href": f"{page}#runs-{v.variant_id}",
-                "stats": {k: stat_json(c, units[k]) for k, c in v.cells.items()},
-            }
-            for v in exp.variants
-        ],
-    }
-
-
-def compare_items(exp: ExperimentView, index: int) -> list[dict[str, Any]]:
-    """One item per experiment, or one per storage (free dimension values) when the
-    experiment's default heatmap needs them fixed."""
-    dims = [v.dims for v in exp.variants]
-    axes = list(exp.axes)
-    free = shape.free_dims(dims, axes)
-    out = []
-    for filt in shape.slices(dims, free) if free else [{}]:
-        suffix = ", ".join(f"{k}={shape.dim_label(k, v)}" for k, v in filt.items())
-        title = f"{exp.name} — {suffix}" if suffix else exp.name
-        out.append({"title": title, "experiment": index, "axes": axes, "filters": filt})
-    return out
-
-
-def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
-    return {
-        "experiments": [experiment_json(e, f"e/{e.slug}/index.html") for e in exps],
-        "items": [it for i, e in enumerate(exps) for it in compare_items(e, i)],
-    }
-
-
-def run_json(detail: data.RunDetail, throughput_name: str = "tps") -> dict[str, Any]:
-    ts = [t for pts in detail.series.values() for t, _ in pts]
-    return {
-        "series": {k: compact(v) for k, v in detail.series.items()},
-        "ma10": compact(shape.moving_average(data.throughput_series(detail.series), 10.0)),
-        "throughput": compact(data.throughput_series(detail.series)),
-        "throughput_name": throughput_name,
-        "checkpoints": detail.checkpoints,
-        "tmin": min(ts, default=0.0),
-        "tmax": max(ts, default=1.0),
-    }
-
-
-def grid_json(exp: ExperimentView, entries: list[manifest.RunEntry]) -> dict[str, Any]:
-    """Per (y, x) cell of the default axes: its ok runs (ids; their lines go in shards)."""
-    x, y = exp.axes
-    dims = exp.dims
-    colors = {
-        (v.label or v.variant_id): PALETTE[i % len(PALETTE)] for i, v in enumerate(exp.variants)
-    }
-    drawn = {e.id: e for e in entries if e.tps_max is not None}
-    cells: dict[tuple[str, str], dict[str, Any]] = {}
-    for v in exp.variants:
-        key = (str(v.dims.get(x, "")) if x else "", str(v.dims.get(y, "")) if y else "")
-        cell = cells.setdefault(
-            key,
-            {
-                "x": key[0],
-                "y": key[1],
-                "labels": [],
-                "href": f"index.html#runs-{v.variant_id}",
-                "run_ids": [],
-            },
-        )
-        cell["labels"].append(v.label or v.variant_id)
-        for r in exp.runs_of(v.variant_id):
-            if r.status == "ok" and r.id in drawn:
-                cell["run_ids"].append((r.id, v.label or v.variant_id))
-    for c in cells.values():
-        labels = c.pop("labels")
-        c["title"] = "; ".join(labels) if len(labels) <= 3 else f"{len(labels)} variants"
-    ok = [drawn[r] for c in cells.values() for r, _ in c["run_ids"]]
-    tmins = [e.t_min for e in ok if e.t_min is not None]
-    tmaxs = [e.t_max for e in ok if e.t_max is not None]
-    return {
-        "x": x,
-        "y": y,
-        "xs": [str(v) for v in dims.get(x, [])] if x else [],
-        "ys": [str(v) for v in dims.get(y, [])] if y else [],
-        "xl": [shape.dim_label(x, v) for v in dims.get(x, [])] if x else [],
-        "yl": [shape.dim_label(y, v) for v in dims.get(y, [])] if y else [],
-        "cells": list(cells.values()),
-        "colors": colors,
-        "ymax": max((e.tps_max or 0.0 for e in ok), default=1.0) * 1.05,
-        "throughput_name": exp.throughput_name,
-        "tmin": min(tmins, default=0.0),
-        "tmax": max(tmaxs, default=1.0),
-    }

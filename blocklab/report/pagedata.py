@@ -1,0 +1,157 @@
+"""The JSON each page embeds (pure): experiments, comparisons, a run's series, the grid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from blocklab.report import data, manifest, shape
+from blocklab.report.data import ExperimentView
+
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+
+
+def whole_seconds(t: float) -> float | int:
+    """Whole seconds as integers: '12' instead of '12.0' in the embedded JSON."""
+    return int(t) if float(t).is_integer() else t
+
+
+def compact(points: list[tuple[float, float | None]]) -> list[tuple[float | int, float | None]]:
+    return [(int(t) if float(t).is_integer() else t, v) for t, v in points]
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else float(f"{x:.6g}")
+
+
+def stat_json(cell: shape.CellStats, unit: str = "") -> dict[str, Any]:
+    s, c = cell.summary, cell.comparison
+    return {
+        "n": s.n,
+        "mean": _r(s.mean),
+        "stdev": _r(s.stdev),
+        "lo": _r(s.ci95_low),
+        "hi": _r(s.ci95_high),
+        "noisy": s.noisy,
+        "ratio": _r(c.ratio) if c else None,
+        "rlo": _r(c.ci95_low) if c else None,
+        "rhi": _r(c.ci95_high) if c else None,
+        "p": _r(c.p_value) if c else None,
+        "vs": shape.vs_reference(c, unit) if c else None,
+        "verdict": cell.verdict,
+    }
+
+
+def experiment_json(exp: ExperimentView, page: str = "") -> dict[str, Any]:
+    """Per-variant numbers for the heatmaps; hrefs relative to `page`'s directory."""
+    units = {m.key: m.unit for m in exp.metrics}
+    return {
+        "name": exp.name,
+        "page": page or "index.html",
+        "dimValues": exp.dims,
+        "dimLabels": shape.dim_labels(exp.dims),
+        "axes": list(exp.axes),
+        "metrics": [{"key": m.key, "label": m.label, "unit": m.unit} for m in exp.metrics],
+        "variants": [
+            {
+                "id": v.variant_id,
+                "label": v.label or v.variant_id,
+                "dims": v.dims,
+                "ref": v.is_reference,
+                "href": f"{page}#runs-{v.variant_id}",
+                "stats": {k: stat_json(c, units[k]) for k, c in v.cells.items()},
+            }
+            for v in exp.variants
+        ],
+    }
+
+
+def compare_items(exp: ExperimentView, index: int) -> list[dict[str, Any]]:
+    """One item per experiment, or one per storage (free dimension values) when the
+    experiment's default heatmap needs them fixed."""
+    dims = [v.dims for v in exp.variants]
+    axes = list(exp.axes)
+    free = shape.free_dims(dims, axes)
+    out = []
+    for filt in shape.slices(dims, free) if free else [{}]:
+        suffix = ", ".join(f"{k}={shape.dim_label(k, v)}" for k, v in filt.items())
+        title = f"{exp.name} — {suffix}" if suffix else exp.name
+        out.append({"title": title, "experiment": index, "axes": axes, "filters": filt})
+    return out
+
+
+def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
+    return {
+        "experiments": [experiment_json(e, f"e/{e.slug}/index.html") for e in exps],
+        "items": [it for i, e in enumerate(exps) for it in compare_items(e, i)],
+    }
+
+
+def run_json(detail: data.RunDetail, throughput_name: str = "tps") -> dict[str, Any]:
+    ts = [t for pts in detail.series.values() for t, _ in pts]
+    return {
+        "series": {k: compact(v) for k, v in detail.series.items()},
+        "ma10": compact(shape.moving_average(data.throughput_series(detail.series), 10.0)),
+        "throughput": compact(data.throughput_series(detail.series)),
+        "throughput_name": throughput_name,
+        "checkpoints": detail.checkpoints,
+        "tmin": min(ts, default=0.0),
+        "tmax": max(ts, default=1.0),
+    }
+
+
+def grid_json(exp: ExperimentView, entries: list[manifest.RunEntry]) -> dict[str, Any]:
+    """Per (y, x) cell of the default axes: its ok runs (ids; their lines go in shards)."""
+    x, y = exp.axes
+    dims = exp.dims
+    colors = {
+        (v.label or v.variant_id): PALETTE[i % len(PALETTE)] for i, v in enumerate(exp.variants)
+    }
+    drawn = {e.id: e for e in entries if e.tps_max is not None}
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for v in exp.variants:
+        key = (str(v.dims.get(x, "")) if x else "", str(v.dims.get(y, "")) if y else "")
+        cell = cells.setdefault(
+            key,
+            {
+                "x": key[0],
+                "y": key[1],
+                "labels": [],
+                "href": f"index.html#runs-{v.variant_id}",
+                "run_ids": [],
+            },
+        )
+        cell["labels"].append(v.label or v.variant_id)
+        for r in exp.runs_of(v.variant_id):
+            if r.status == "ok" and r.id in drawn:
+                cell["run_ids"].append((r.id, v.label or v.variant_id))
+    for c in cells.values():
+        labels = c.pop("labels")
+        c["title"] = "; ".join(labels) if len(labels) <= 3 else f"{len(labels)} variants"
+    ok = [drawn[r] for c in cells.values() for r, _ in c["run_ids"]]
+    tmins = [e.t_min for e in ok if e.t_min is not None]
+    tmaxs = [e.t_max for e in ok if e.t_max is not None]
+    return {
+        "x": x,
+        "y": y,
+        "xs": [str(v) for v in dims.get(x, [])] if x else [],
+        "ys": [str(v) for v in dims.get(y, [])] if y else [],
+        "xl": [shape.dim_label(x, v) for v in dims.get(x, [])] if x else [],
+        "yl": [shape.dim_label(y, v) for v in dims.get(y, [])] if y else [],
+        "cells": list(cells.values()),
+        "colors": colors,
+        "ymax": max((e.tps_max or 0.0 for e in ok), default=1.0) * 1.05,
+        "throughput_name": exp.throughput_name,
+        "tmin": min(tmins, default=0.0),
+        "tmax": max(tmaxs, default=1.0),
+    }
