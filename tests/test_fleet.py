@@ -197,6 +197,10 @@ def test_fleet_hosts_table_assigns_variants_to_hosts(
     only_alpha = _blocklab("fleet", "submit", str(spec), "--hosts", "alpha", env=fleet_db)
     assert only_alpha.returncode == 2, only_alpha.stdout
     assert "no host of alpha runs 'bs=4k c=2', 'bs=8k c=2'" in " ".join(only_alpha.stderr.split())
+    # beta does not run alpha's share: alpha's rounds cannot become beta's
+    moved = _blocklab("fleet", "move", "--from", "alpha", "--to", "beta", env=fleet_db)
+    assert moved.returncode == 2, moved.stdout
+    assert "--to: beta does not run" in moved.stderr and "'bs=4k c=1'" in moved.stderr
 
 
 def test_agent_sigkilled_mid_job_ends_with_exactly_the_planned_runs(

@@ -232,7 +232,7 @@ def cancel_cmd(host: str, results: str | None, experiment: str | None) -> None:
 def move_cmd(src: str, dst: str, results: str | None, experiment: str | None) -> None:
     """Move a host's queued rounds to another host, as extra rounds of that host (a round
     measured on one host is never counted as another's)."""
-    from blocklab.fleet import control, queue
+    from blocklab.fleet import control, queue, registry
     from blocklab.fleet.hosts import check_host
     from blocklab.store.factory import open_store
 
@@ -247,6 +247,20 @@ def move_cmd(src: str, dst: str, results: str | None, experiment: str | None) ->
             e["name"]: max((r for (_v, r, _c) in db.run_keys(e["name"], dst)), default=0)
             for e in db.experiments()
         }
+    with queue.connect(target) as conn:
+        subs = [x for x in registry.all_submissions(conn) if experiment in (None, x.name)]
+    for sub in subs:  # [fleet.hosts]: the rounds move only to a host that runs src's share
+        exp = sub.experiment()
+        missing = {v.variant_id for v in exp.variants_on(src)} - {
+            v.variant_id for v in exp.variants_on(dst)
+        }
+        if src in sub.hosts and missing:
+            labels = ", ".join(repr(exp.variant(m).label) for m in sorted(missing))
+            raise UserError(
+                f"--to: {dst} does not run {labels} of {src}'s share of experiment "
+                f"'{sub.name}' ([fleet.hosts]); allowed: a host that runs them, or "
+                f"blocklab fleet cancel --host {src}"
+            )
     moved = control.move(target, src, dst, experiment, last)
     console().print(f"{len(moved)} jobs moved from {src} to {dst}", highlight=False)
 
