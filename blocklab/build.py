@@ -29,7 +29,7 @@ from blocklab import faults, proc, settings_catalogue, sources
 from blocklab.errors import BuildError, CommandError, UserError
 from blocklab.installation import MANIFEST_NAME, Installation
 from blocklab.model import BuildRequest
-from blocklab.paths import Paths, ensure_dir, open_to_server, tree_size_bytes
+from blocklab.paths import Paths, ensure_dir, tree_size_bytes
 from blocklab.state import State
 
 Log = Callable[[str], None]
@@ -389,8 +389,9 @@ def fresh_cluster_answers(
     """initdb a throwaway cluster as the server user, read pg_controldata, start the
     server on a private unix socket, run each query (psql -At), stop it by PID and
     remove the cluster. Returns pg_controldata and the answers."""
-    user = server_user()
-    open_to_server(paths, user.name, user.uid, user.gid)
+    from blocklab.cluster import open_home
+
+    user = open_home(paths)  # the server user, able to reach the home and the cache
     base = Path(tempfile.mkdtemp(prefix="verify-", dir=ensure_dir(paths.work)))
     try:
         os.chmod(base, 0o700)

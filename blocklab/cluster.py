@@ -76,11 +76,14 @@ def server_user() -> proc.User:
     return proc.User(name=pw.pw_name, uid=pw.pw_uid, gid=pw.pw_gid, home=pw.pw_dir)
 
 
-def open_home(paths: Paths) -> tuple[proc.User, list[str]]:
-    """The server user, and blocklab's home and cache made reachable by it (see
-    blocklab.paths.open_to_server: UserError when a directory above them shuts it out)."""
+def open_home(paths: Paths, log: Callable[[str], None] = lambda _m: None) -> proc.User:
+    """The server user, with blocklab's home and cache made reachable by it, each change
+    told to `log` (see blocklab.paths.open_to_server: UserError when a directory above
+    them shuts it out)."""
     user = server_user()
-    return user, open_to_server(paths, user.name, user.uid, user.gid)
+    for line in open_to_server(paths, user.name, user.uid, user.gid):
+        log(line)
+    return user
 
 
 def free_port() -> int:

@@ -150,9 +150,7 @@ class Lab:
     @property
     def user(self) -> User:
         if self._user is None:
-            self._user, changed = open_home(self.paths)
-            for line in changed:
-                self.log(line)
+            self._user = open_home(self.paths, self.log)
         return self._user
 
     def install(self, req: BuildRequest) -> Installation:

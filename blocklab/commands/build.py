@@ -85,8 +85,7 @@ def build_command(
     paths = Paths.from_env()
     from blocklab.cluster import open_home
 
-    for line in open_home(paths)[1]:  # the build's check runs initdb as the server user
-        _progress(line)
+    open_home(paths, _progress)  # before building: the check runs initdb as the server user
     inst = build.ensure_build(req, paths, log=_progress)
     click.echo(f"prefix  {inst.prefix}")
     click.echo(f"key     {inst.key}")

@@ -31,15 +31,6 @@ def _paths() -> Paths:
     return Paths.from_env()
 
 
-def _open_home(paths: Paths) -> None:
-    """Before anything starts: the server user must reach the home and the cache (a home
-    made by `mktemp -d` is 0700, and the build's check would fail minutes later)."""
-    from blocklab.cluster import open_home
-
-    for line in open_home(paths)[1]:
-        console(stderr=True).print(line, highlight=False)
-
-
 def _duration_s(text: str | None, flag: str) -> float | None:
     if text is None:
         return None
@@ -119,7 +110,11 @@ def run_cmd(
     check_results(results)
     exp = _load(file, rounds, duration, scale, clients)
     check_machine(exp, paths)
-    _open_home(paths)
+    # before anything starts: a home made by `mktemp -d` (0700) would fail the build's
+    # check, run as the server user, minutes later
+    from blocklab.cluster import open_home
+
+    open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
     rule = StoppingRule(
         rounds=exp.rounds,
         until_ci_pct=until_ci if until_ci is not None else exp.until_ci_pct,
