@@ -248,13 +248,17 @@ def move_cmd(src: str, dst: str, results: str | None, experiment: str | None) ->
             for e in db.experiments()
         }
     with queue.connect(target) as conn:
-        subs = [x for x in registry.all_submissions(conn) if experiment in (None, x.name)]
+        subs = [
+            x
+            for x in registry.all_submissions(conn)
+            if experiment in (None, x.name) and src in x.hosts
+        ]
     for sub in subs:  # [fleet.hosts]: the rounds move only to a host that runs src's share
         exp = sub.experiment()
         missing = {v.variant_id for v in exp.variants_on(src)} - {
             v.variant_id for v in exp.variants_on(dst)
         }
-        if src in sub.hosts and missing:
+        if missing:
             labels = ", ".join(repr(exp.variant(m).label) for m in sorted(missing))
             raise UserError(
                 f"--to: {dst} does not run {labels} of {src}'s share of experiment "
@@ -283,8 +287,7 @@ def agent_cmd(host: str, results: str | None, until_idle: bool) -> None:
     paths = Paths.from_env()
     from blocklab.cluster import open_home
 
-    for line in open_home(paths)[1]:  # before the first job, not minutes into it
-        err.print(line, highlight=False)
+    open_home(paths, lambda m: err.print(m, highlight=False))  # before the first job
     agent = Agent(host, target, spec, paths, lambda m: err.print(m, highlight=False))
     agent.serve(until_idle=until_idle)
     err.print(f"agent {host}: {agent.jobs_done} jobs done", highlight=False)
