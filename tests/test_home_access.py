@@ -5,6 +5,7 @@ not ours is exit 2 before anything starts (it once failed the build's check 221 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -38,8 +39,6 @@ def base() -> Iterator[Path]:
         for p in (d, *d.rglob("*")):
             if p.is_dir() and not p.is_symlink():
                 os.chmod(p, 0o755)
-        import shutil
-
         shutil.rmtree(d)
 
 
