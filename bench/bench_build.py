@@ -1,4 +1,4 @@
-"""Cold build time and cache-hit time of `blocklab.build.ensure_build`.
+"""Cold build time and cache-hit time of `blocklab.postgres.build.ensure_build`.
 
 Cold: a fresh temporary cache (source indexes, source download, extract, configure, make,
 install, contrib, verification). Cache hit: the same request again, on the warm cache.
@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 
 from blocklab import proc
-from blocklab.build import ensure_build
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths, ensure_dir
+from blocklab.postgres.build import ensure_build
 
 HIT_CODE = """
 import sys, time
 from blocklab import proc
-from blocklab.build import ensure_build
+from blocklab.postgres.build import ensure_build
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths
 req = BuildRequest.model_validate_json(sys.argv[1])

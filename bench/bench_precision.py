@@ -1,13 +1,13 @@
 """CI half-width per minute of each design, on the demo's comparison, interleaved.
 
-The demo (blocklab.spec.demo: PG 18, 4 kB vs 8 kB data pages, 8 kB WAL blocks, pgbench
-simple-update -M prepared) runs under each design of blocklab.designs: paired (one run
+The demo (blocklab.experiment_file.demo: PG 18, 4 kB vs 8 kB data pages, 8 kB WAL blocks, pgbench
+simple-update -M prepared) runs under each design of blocklab.execution.designs: paired (one run
 per variant per round), short-runs (runs half as long, twice the rounds), abba (A B B A)
 and aa-control (the 8 kB reference twice per round). The designs share one Lab (builds,
 datasets, servers) and take turns round by round: the next round always goes to the
 design that has measured least so far, so each gets the same wall-clock share of the
 same machine state. Each design's tps comparison is analysed as the design prescribes
-(blocklab.designs.analyse); the table gives the 95 % CI half-width reached, and the
+(blocklab.analysis.designs.analyse); the table gives the 95 % CI half-width reached, and the
 half-width that 20 minutes would give, scaled by sqrt(minutes / 20) (the half-width
 falls as 1 / sqrt(rounds)), so designs can be compared per minute.
 
@@ -25,12 +25,15 @@ from pathlib import Path
 
 from scratch_home import scratch_home
 
-from blocklab import designs, precision
-from blocklab.designs import SHORT_RUNS
-from blocklab.lab import Lab
+from blocklab.analysis import designs as analysis_designs
+from blocklab.analysis import precision
+from blocklab.analysis.stats import Comparison
+from blocklab.execution import orders
+from blocklab.execution.lab import Lab
+from blocklab.experiment_file import demo
+from blocklab.experiment_file import design as designs
+from blocklab.experiment_file.design import SHORT_RUNS
 from blocklab.model import Variant
-from blocklab.spec import demo
-from blocklab.stats import Comparison
 
 TWENTY_MIN_S = 20 * 60
 
@@ -73,7 +76,7 @@ def _with_duration(v: Variant, duration_s: int) -> Variant:
 def run_round(lab: Lab, arm: Arm, seed: int, raw: Path) -> None:
     arm.rounds += 1
     r = arm.rounds
-    slots = designs.round_slots(
+    slots = orders.round_slots(
         arm.design, list(arm.variants), reference=arm.reference, seed=seed, round_no=r
     )
     got: dict[tuple[str, int], float] = {}
@@ -107,7 +110,7 @@ def report(arms: list[Arm]) -> None:
         f"{'A/A (95 % CI)':>22}"
     )
     for arm in arms:
-        result = designs.analyse(arm.design, arm.values, reference=arm.reference)
+        result = analysis_designs.analyse(arm.design, arm.values, reference=arm.reference)
         (c,) = result.comparisons.values()
         minutes = arm.seconds / 60
         width = c.ci_half_width_pct
@@ -125,7 +128,8 @@ def report(arms: list[Arm]) -> None:
         )
     print(
         "\n'at 20 min' scales each design's half-width to 20 minutes of its own measuring "
-        "(x sqrt(min / 20));\n'model 20' is blocklab.precision's expected half-width for the "
+        "(x sqrt(min / 20));\n'model 20' is blocklab.analysis.precision's expected half-width for "
+        "the "
         "rounds of this design that fit in 20 min, at the noise it showed;\nnoise % is the "
         "stdev of its per-round log ratios; the A/A CI should contain 1."
     )

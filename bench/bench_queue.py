@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers import running_cluster  # noqa: E402
 from scratch_home import scratch_home  # noqa: E402
 
-from blocklab.cluster import Cluster  # noqa: E402
 from blocklab.fleet import queue  # noqa: E402
-from blocklab.installation import Installation  # noqa: E402
+from blocklab.postgres.cluster import Cluster  # noqa: E402
+from blocklab.postgres.installation import Installation  # noqa: E402
 from blocklab.store.uri import parse_pg  # noqa: E402
 
 QUEUE = "blocklab:bench"

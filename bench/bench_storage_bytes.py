@@ -2,7 +2,8 @@
 
 Each variant (PG 18 with 4 kB pages + 4 kB WAL blocks, and 8 kB + 8 kB, times three file
 systems on direct-I/O loop devices) runs once per round in a fresh seeded order
-(blocklab.plan.round_order), through blocklab.lab.Lab: restore the dataset, CHECKPOINT,
+(blocklab.execution.orders.round_order), through blocklab.execution.lab.Lab: restore the
+dataset, CHECKPOINT,
 pgbench, device counters and pg_stat_wal around the measured window. Prints, per variant,
 mean ± stdev over rounds of device bytes written per transaction, WAL bytes per
 transaction and tps, then the 4k/8k ratio of the device bytes per file system.
@@ -18,7 +19,8 @@ from pathlib import Path
 
 from scratch_home import scratch_home
 
-from blocklab.lab import Lab
+from blocklab.execution.lab import Lab
+from blocklab.execution.orders import round_order
 from blocklab.model import (
     BuildRequest,
     DatasetRequest,
@@ -26,7 +28,6 @@ from blocklab.model import (
     Variant,
     WorkloadRequest,
 )
-from blocklab.plan import round_order
 
 STORAGES = {
     "ext4-4k": StorageRequest(kind="ext4", block_size=4096, mount_options=("noatime",)),

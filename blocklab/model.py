@@ -1,7 +1,7 @@
 """The nouns every module shares: what one variant asks for.
 
 These are pydantic models, frozen and strict about unknown keys, so that the
-experiment file (blocklab.spec) validates straight into them and every run stores
+experiment file (blocklab.experiment_file) validates straight into them and every run stores
 its variant as JSON. A variant's identity is the hash of its JSON.
 """
 

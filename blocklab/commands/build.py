@@ -13,9 +13,9 @@ from pydantic import ValidationError
 
 from blocklab.console import console
 from blocklab.errors import UserError
-from blocklab.installation import Installation
 from blocklab.model import BLOCK_SIZES_KB, SEGSIZES_GB, WAL_BLOCK_SIZES_KB, BuildRequest
 from blocklab.paths import Paths
+from blocklab.postgres.installation import Installation
 
 # BuildRequest field -> (flag, allowed values) for messages about bad input.
 FLAGS = {
@@ -68,7 +68,7 @@ def build_command(
     configure_args: tuple[str, ...],
 ) -> None:
     """Build PostgreSQL at a page and WAL block size (cached by key, verified)."""
-    from blocklab import build
+    from blocklab.postgres import build
 
     if source != "debian":
         source = str(Path(source).absolute())
@@ -83,7 +83,7 @@ def build_command(
     )
     build.validate(req)
     paths = Paths.from_env()
-    from blocklab.cluster import open_home
+    from blocklab.postgres.cluster import open_home
 
     open_home(paths, _progress)  # before building: the check runs initdb as the server user
     inst = build.ensure_build(req, paths, log=_progress)
@@ -157,7 +157,7 @@ def unused_builds(
 @click.option("--dry-run", is_flag=True, help="With --prune: only say what would be removed.")
 def builds_command(prune: bool, results: str | None, dry_run: bool) -> None:
     """List cached builds; with --prune, remove those no experiment uses."""
-    from blocklab import build
+    from blocklab.postgres import build
 
     if (results is not None or dry_run) and not prune:
         raise UserError("--results and --dry-run go with --prune")

@@ -1,4 +1,4 @@
-"""CLI commands: `device profile`, `device list`, `device show` (blocklab.device_profile).
+"""CLI commands: `device profile`, `device list`, `device show` (blocklab.economics.device_profile).
 
 Each module exports COMMANDS, registered by blocklab.cli."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import click
 
-from blocklab import device_profile, device_store, fio
 from blocklab.commands.options import choice_option, results_option
-from blocklab.device_profile import Plan, Target
+from blocklab.economics import device_profile, device_store, fio
+from blocklab.economics.device_profile import Plan, Target
 from blocklab.errors import UserError
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths

@@ -1,4 +1,4 @@
-"""CLI command: `economics`, the Five-Minute Rule per page size (blocklab.economics).
+"""CLI command: `economics`, the Five-Minute Rule per page size (blocklab.economics.rule).
 
 Each module exports COMMANDS, registered by blocklab.cli."""
 
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import click
 
-from blocklab import economics, economics_report
 from blocklab.commands.options import choice_option, results_option
-from blocklab.economics_input import (
+from blocklab.economics import report as economics_report
+from blocklab.economics import rule as economics
+from blocklab.economics.inputs import (
     PAGE_SIZES_KB,
     PRICE_KEYS,
     DeviceInput,
@@ -41,8 +42,8 @@ def _load_prices(path: Path | None) -> dict[str, float]:
 def profile_iops(
     name: str, pattern: str, depth: int, results: str | None, flag: str
 ) -> tuple[dict[int, float], str]:
-    """IOPS by request bytes from a stored device profile (blocklab.device_store)."""
-    import blocklab.device_store as device_store
+    """IOPS by request bytes from a stored device profile (blocklab.economics.device_store)."""
+    import blocklab.economics.device_store as device_store
     from blocklab.store.factory import results_spec
 
     res, _ = results_spec(results)

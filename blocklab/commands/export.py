@@ -41,12 +41,12 @@ def export_cmd(
         parse_pg(to, flag="--to", from_argv=True)  # refuses a password on the command line
     with open_results(results, create=False) as db:
         if csv_dir is not None:
-            from blocklab.export import export_csv
+            from blocklab.store.export import export_csv
 
             for path, rows in export_csv(db, csv_dir, experiment):
                 click.echo(f"{path}: {rows} rows")
             return
-        from blocklab.copy_results import copy_results
+        from blocklab.store.copy_results import copy_results
 
         with open_store(str(to), flag="--to") as dest:
             counts = copy_results(db, dest, experiment)

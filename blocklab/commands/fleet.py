@@ -16,7 +16,8 @@ from blocklab.console import console
 from blocklab.errors import UserError
 
 if TYPE_CHECKING:
-    from blocklab.spec import Experiment
+    from blocklab.experiment_file import Experiment
+    from blocklab.fleet.registry import Submission
     from blocklab.store.uri import PgTarget
 
 FLEET_NEEDS_PG = (
@@ -64,12 +65,7 @@ def submit_cmd(
     """Queue FILE's experiment on every host: one job per host and round (--until-ci and
     --max-rounds apply to each host on its own). A [fleet.hosts] table in FILE gives a host
     the variants its selector matches (and their references); other hosts run them all."""
-    from blocklab.experiment import register
-    from blocklab.fleet import control, queue, registry
     from blocklab.fleet.hosts import parse_hosts
-    from blocklab.spec import load
-    from blocklab.store.factory import open_store
-    from blocklab.timestamps import now_iso
 
     check_experiment_numbers(
         until_ci,
@@ -81,14 +77,51 @@ def submit_cmd(
     )
     names = parse_hosts(hosts) if hosts is not None else None
     spec, target = _target(results)
+    exp, overrides = _load_experiment(file, scale=scale, clients=clients, duration=duration)
+    names = _fleet_hosts(exp, names)
+    n_rounds = rounds or exp.rounds
+    sub = _submission(file, exp, overrides, names, n_rounds, until_ci, max_rounds)
+    n_variants, done = _register(spec, exp, names, n_rounds)
+    queued, already = _queue_jobs(target, sub, done)
+    _print_submitted(
+        exp,
+        names,
+        n_rounds,
+        target,
+        n_variants=n_variants,
+        queued=queued,
+        already=already,
+        done=done,
+    )
+
+
+def _load_experiment(
+    file: Path, *, scale: int | None, clients: int | None, duration: int | None
+) -> tuple[Experiment, dict[str, int]]:
+    """FILE's experiment with the options given on the command line, and those options."""
+    from blocklab.experiment_file import load
+
     if not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
     given = {"scale": scale, "clients": clients, "duration": duration}
     overrides = {k: v for k, v in given.items() if v is not None}
-    exp = load(file, overrides)
-    names = _fleet_hosts(exp, names)
-    n_rounds = rounds or exp.rounds
-    sub = registry.Submission(
+    return load(file, overrides), overrides
+
+
+def _submission(
+    file: Path,
+    exp: Experiment,
+    overrides: dict[str, int],
+    names: list[str],
+    n_rounds: int,
+    until_ci: float | None,
+    max_rounds: int | None,
+) -> Submission:
+    """What the queue keeps about the experiment, for the agents (blocklab.fleet.registry)."""
+    from blocklab.fleet import registry
+    from blocklab.timestamps import now_iso
+
+    return registry.Submission(
         name=exp.name,
         spec_text=file.read_text(),
         spec_path=str(file.absolute()),
@@ -99,23 +132,56 @@ def submit_cmd(
         max_rounds=max_rounds if max_rounds is not None else exp.max_rounds,
         submitted_at=now_iso(),
     )
+
+
+def _register(
+    spec: str, exp: Experiment, names: list[str], n_rounds: int
+) -> tuple[int, dict[str, set[int]]]:
+    """The experiment registered in the results; its number of variants, and per host the
+    rounds already stored for all of the host's variants."""
+    from blocklab.execution.experiment import register
+    from blocklab.fleet import control
+    from blocklab.store.factory import open_store
+
     with open_store(spec) as db:
         variants = register(db, exp.model_copy(update={"rounds": n_rounds}), {"fleet_hosts": names})
-        vids = [v.variant_id for v in variants]
         done = {
             h: control.complete_rounds(
                 db.run_keys(exp.name, h), [v.variant_id for v in exp.variants_on(h)], n_rounds
             )
             for h in names
         }
+    return len(variants), done
+
+
+def _queue_jobs(target: PgTarget, sub: Submission, done: dict[str, set[int]]) -> tuple[int, int]:
+    """The submission saved and its jobs (the rounds not `done` yet) queued: (queued,
+    already queued)."""
+    from blocklab.fleet import control, queue, registry
+
     queue.install(target)
     with queue.connect(target) as conn:
         registry.save(conn, sub)
-    jobs = control.jobs_to_submit(exp.name, names, n_rounds, done)
-    queued, already = control.submit(target, jobs)
+    jobs = control.jobs_to_submit(sub.name, sub.hosts, sub.rounds, done)
+    return control.submit(target, jobs)
+
+
+def _print_submitted(
+    exp: Experiment,
+    names: list[str],
+    n_rounds: int,
+    target: PgTarget,
+    *,
+    n_variants: int,
+    queued: int,
+    already: int,
+    done: dict[str, set[int]],
+) -> None:
+    """What was queued (the variants of each host that runs a share of them), where, and
+    what to do next."""
     out = console()
     out.print(
-        f"experiment '{exp.name}': {len(vids)} variants x {n_rounds} rounds on "
+        f"experiment '{exp.name}': {n_variants} variants x {n_rounds} rounds on "
         f"{len(names)} hosts ({', '.join(names)}); {queued} jobs queued"
         + (f", {already} already queued" if already else "")
         + (
@@ -285,7 +351,7 @@ def agent_cmd(host: str, results: str | None, until_idle: bool) -> None:
     err = console(stderr=True)
     err.print(f"agent {host}: results and queue in {target.display}", highlight=False)
     paths = Paths.from_env()
-    from blocklab.cluster import open_home
+    from blocklab.postgres.cluster import open_home
 
     open_home(paths, lambda m: err.print(m, highlight=False))  # before the first job
     agent = Agent(host, target, spec, paths, lambda m: err.print(m, highlight=False))

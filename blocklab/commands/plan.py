@@ -12,16 +12,18 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from blocklab import plan as planning
-from blocklab import settings_catalogue, spec
+from blocklab import experiment_file as spec
 from blocklab.commands.options import results_option
 from blocklab.console import console
 from blocklab.errors import BlocklabError, UserError
-from blocklab.installation import Installation
+from blocklab.execution import plan as planning
+from blocklab.execution import preflight
+from blocklab.execution.plan import Plan, format_duration
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths
-from blocklab.plan import Plan, format_duration
-from blocklab.settings_policy import Catalogue, Conversion
+from blocklab.postgres import settings_catalogue
+from blocklab.postgres.installation import Installation
+from blocklab.postgres.settings_policy import Catalogue, Conversion
 
 CatalogueOf = Callable[[BuildRequest], Catalogue | None]
 
@@ -33,7 +35,7 @@ def _request_key(req: BuildRequest | dict[str, Any] | None) -> str:
 
 def cached_installations() -> dict[str, Installation]:
     """The builds the cache holds, by the request stored in each manifest."""
-    from blocklab.build import cached_builds
+    from blocklab.postgres.build import cached_builds
 
     return {_request_key(i.manifest.get("request")): i for i in cached_builds(Paths.from_env())}
 
@@ -89,7 +91,7 @@ def plan_command(
         raise UserError(f"--pilot: rounds between 2 and 50 (got {pilot})")
     exp = spec.load(file) if file is not None else spec.demo()
     paths = Paths.from_env()
-    spec.check_machine(exp, paths)
+    preflight.check_machine(exp, paths)
     from blocklab.store.factory import check_results
 
     check_results(results)
@@ -103,7 +105,7 @@ def plan_command(
 
 def _run_pilot(exp: spec.Experiment, paths: Paths, results: str | None, rounds: int) -> str:
     from blocklab.commands.run import _execute
-    from blocklab.experiment import StoppingRule
+    from blocklab.execution.experiment import StoppingRule
 
     name = f"{exp.name}-pilot"[:64]
     pilot = exp.model_copy(update={"name": name, "rounds": rounds})
@@ -113,7 +115,7 @@ def _run_pilot(exp: spec.Experiment, paths: Paths, results: str | None, rounds: 
 
 
 def _noise(exp: spec.Experiment, results: str | None, prefer: str | None) -> Any:
-    from blocklab import noise
+    from blocklab.analysis import noise
     from blocklab.store.factory import open_results
 
     try:
@@ -125,7 +127,7 @@ def _noise(exp: spec.Experiment, results: str | None, prefer: str | None) -> Any
 
 def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) -> None:
     """The noise, the MDE at the planned rounds, and the rounds a target needs."""
-    from blocklab import precision
+    from blocklab.analysis import precision
 
     exp = p.experiment
     if found is None:

@@ -21,10 +21,10 @@ from blocklab.errors import UserError
 from blocklab.paths import Paths
 
 if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a command runs
-    from blocklab.experiment import Outcome, StoppingRule
-    from blocklab.lab import DatasetInfo, Lab
+    from blocklab.execution.experiment import Outcome, StoppingRule
+    from blocklab.execution.lab import DatasetInfo, Lab
+    from blocklab.experiment_file import Experiment
     from blocklab.model import Variant
-    from blocklab.spec import Experiment
 
 
 def _paths() -> Paths:
@@ -53,7 +53,7 @@ def _load(
     scale: int | None,
     clients: int | None,
 ) -> Experiment:
-    from blocklab import spec
+    from blocklab import experiment_file as spec
 
     # other numbers make another experiment, stored beside the default one
     overrides = {"scale": scale, "clients": clients, "duration": duration}
@@ -97,13 +97,13 @@ def run_cmd(
     )
     if file is not None and not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
-    from blocklab.experiment import StoppingRule
-    from blocklab.query_summary import summarize_queries
-    from blocklab.query_table import print_queries
-    from blocklab.spec import check_machine
+    from blocklab.analysis.query_summary import summarize_queries
+    from blocklab.analysis.query_table import print_queries
+    from blocklab.analysis.summary import restore_note, summarize_experiment
+    from blocklab.analysis.summary_table import print_summary
+    from blocklab.execution.experiment import StoppingRule
+    from blocklab.execution.preflight import check_machine
     from blocklab.store.factory import check_results, open_results
-    from blocklab.summary import restore_note, summarize_experiment
-    from blocklab.summary_table import print_summary
 
     budget_s = _duration_s(time_budget, "--time-budget")
     paths = _paths()
@@ -112,7 +112,7 @@ def run_cmd(
     check_machine(exp, paths)
     # before anything starts: a home made by `mktemp -d` (0700) would fail the build's
     # check, run as the server user, minutes later
-    from blocklab.cluster import open_home
+    from blocklab.postgres.cluster import open_home
 
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
     rule = StoppingRule(
@@ -139,14 +139,15 @@ def run_cmd(
 def _execute(
     exp: Experiment, paths: Paths, results: str | None, rule: StoppingRule, quiet: bool
 ) -> tuple[Outcome, list[DatasetInfo]]:
-    from blocklab import results_space, run_lock
-    from blocklab.controls import RunControls
-    from blocklab.experiment import Loop, register
+    from blocklab.execution import run_lock
+    from blocklab.execution.controls import RunControls
+    from blocklab.execution.experiment import Loop, register
+    from blocklab.execution.lab import Lab
+    from blocklab.execution.progress import BarProgress, QuietProgress
     from blocklab.host import host_facts
-    from blocklab.lab import Lab
-    from blocklab.progress import BarProgress, QuietProgress
     from blocklab.state import State
     from blocklab.storage.cleanup import release_all
+    from blocklab.store import results_space
     from blocklab.store.factory import open_results
 
     err = console(stderr=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from blocklab.errors import UserError
-from blocklab.installation import Installation
+from blocklab.postgres.installation import Installation
 
 
 @click.group("selftest")
@@ -16,7 +16,7 @@ def selftest() -> None:
 
 
 def _installation(pg: int | None, prefix: Path | None) -> Installation:
-    from blocklab.installation import MANIFEST_NAME
+    from blocklab.postgres.installation import MANIFEST_NAME
 
     if pg is not None and prefix is not None:
         raise UserError("give either --pg (Debian's packaged binaries) or --prefix, not both")
@@ -68,8 +68,8 @@ def overhead(
     the sampler, the log parse); the after-run pgstattuple pass is left out. Many short
     pairs give a tighter CI than a few long ones on a noisy machine.
     """
+    from blocklab.execution.overhead import TARGET_RATIO, measure_overhead
     from blocklab.paths import Paths
-    from blocklab.probes.overhead import TARGET_RATIO, measure_overhead
 
     inst = _installation(pg, prefix.absolute() if prefix else None)
     res = measure_overhead(

@@ -25,11 +25,11 @@ if TYPE_CHECKING:
 )
 def summary_cmd(experiment: str | None, results: str | None, metric: str) -> None:
     """The table: n, mean ± stdev, min, median, max, CI and gain against the reference."""
-    from blocklab.query_summary import summarize_queries
-    from blocklab.query_table import print_queries
+    from blocklab.analysis.query_summary import summarize_queries
+    from blocklab.analysis.query_table import print_queries
+    from blocklab.analysis.summary import summarize_by_host
+    from blocklab.analysis.summary_table import print_summary
     from blocklab.store.factory import open_results
-    from blocklab.summary import summarize_by_host
-    from blocklab.summary_table import print_summary
 
     with open_results(results, create=False) as db:
         names = [experiment] if experiment else [r["name"] for r in db.experiments()]
@@ -49,7 +49,7 @@ def summary_cmd(experiment: str | None, results: str | None, metric: str) -> Non
 
 
 def _check_metric(db: ResultsStore, experiment: str, metric: str) -> None:
-    from blocklab.metrics import RUN_COLUMN_METRICS
+    from blocklab.analysis.metrics import RUN_COLUMN_METRICS
 
     known = [*RUN_COLUMN_METRICS, *db.metric_names(experiment)]
     if metric not in known:

@@ -140,11 +140,11 @@ class Agent:
 
     def _execute(self, job: JobSpec) -> None:
         from blocklab.console import console
-        from blocklab.controls import RunControls
-        from blocklab.experiment import Loop, register
+        from blocklab.execution.controls import RunControls
+        from blocklab.execution.experiment import Loop, register
+        from blocklab.execution.lab import Lab
+        from blocklab.execution.progress import QuietProgress
         from blocklab.host import host_facts
-        from blocklab.lab import Lab
-        from blocklab.progress import QuietProgress
         from blocklab.state import State
         from blocklab.store.factory import open_store
 
@@ -174,7 +174,7 @@ class Agent:
 
     def _extend(self, db: Any, sub: registry.Submission, job: JobSpec) -> None:
         """--until-ci per host: one more round of this host while its widest CI is wider."""
-        from blocklab.summary import summarize_experiment
+        from blocklab.analysis.summary import summarize_experiment
 
         if sub.until_ci_pct is None or job.round_no < sub.rounds:
             return

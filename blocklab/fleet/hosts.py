@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from blocklab.errors import UserError
+from blocklab.experiment_file.fleet import HOST_RE, HOST_RULE
 
-HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-HOST_RULE = "1-63 letters, digits, '.', '_' or '-', starting with a letter or digit"
 QUEUE_PREFIX = "blocklab:"
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 
 from blocklab.errors import UserError
-from blocklab.spec import Experiment
+from blocklab.experiment_file import Experiment
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Submission:
     submitted_at: str
 
     def experiment(self) -> Experiment:
-        from blocklab.spec.loader import _from_text
+        from blocklab.experiment_file.loader import _from_text
 
         exp = _from_text(self.spec_text, Path(self.spec_path), self.spec_path, self.overrides)
         return exp.model_copy(update={"rounds": self.rounds})

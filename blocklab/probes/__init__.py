@@ -31,6 +31,9 @@ cache_hit_ratio, server_cpu_s_per_xact, <relation>.table_free_bytes, checkpoints
 pg_stat_user_tables are per database. begin() waits (up to 2 s) for other client
 sessions to end, because a session flushes its statistics as it exits: the runner's
 own VACUUM/CHECKPOINT must not leak into the window, nor pgbench's last second out of it.
+
+Layer: beside workloads; may import postgres, storage and the shared nouns; never workloads,
+execution or anything above.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import psycopg
 from blocklab import proc
 from blocklab.errors import CommandError
 from blocklab.host import host_facts
-from blocklab.installation import Installation
+from blocklab.postgres.installation import Installation
 
 SETTINGS_SQL = "SELECT name, setting, unit, source FROM pg_catalog.pg_settings ORDER BY name"
 

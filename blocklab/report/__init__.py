@@ -2,6 +2,9 @@
 
 build_site(results_dir, out_dir) -> SiteResult    # blocklab report
 make_server(site_dir, host=..., port=...)         # blocklab serve
+
+Layer: beside fleet; reads stored runs (store) and derives through analysis and economics;
+may import those and everything below; never commands, fleet or execution.
 """
 
 from blocklab.report.server import DEFAULT_HOST, make_server, resolve_in_site

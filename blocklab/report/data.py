@@ -1,7 +1,7 @@
 """The report's data layer: reads everything through blocklab.store (ResultsStore).
 
 `load_experiment` gathers one experiment's variants, runs and per-run metrics and
-computes the statistics (blocklab.stats, via report.shape). Per-second series and
+computes the statistics (blocklab.analysis.stats, via report.shape). Per-second series and
 checkpoints are read per run (`load_run_detail`) so only run pages carry them.
 """
 
@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab import device_store
+from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
+from blocklab.analysis.summary import combine_copies
+from blocklab.economics import device_store
 from blocklab.errors import UserError
-from blocklab.metrics import MetricInfo, drivers_of, throughput_info
 from blocklab.report import shape
 from blocklab.store import RESULTS_DB_NAME, ResultsStore
 from blocklab.store.factory import is_postgres, open_store
-from blocklab.summary import combine_copies
 
 
 @dataclass
@@ -243,7 +243,7 @@ def throughput_name(driver_names: list[str]) -> str:
 def round_values(runs: list[RunView], variant_id: str, metric: str) -> dict[int, float]:
     """round -> value; a variant run twice in a round (the abba and aa-control designs)
     counts once, as its copies' geometric mean (mean when one is not positive), as in
-    blocklab.summary."""
+    blocklab.analysis.summary."""
     copies: dict[int, dict[int, float]] = {}
     for r in runs:
         if r.variant_id == variant_id and r.status == "ok":

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from blocklab import device_store, economics
+from blocklab.economics import device_store
+from blocklab.economics import rule as economics
 from blocklab.store import ResultsStore, Row
 
 # The report has no prices of its own: it states these; `blocklab economics` takes yours.

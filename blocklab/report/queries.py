@@ -1,7 +1,7 @@
 """The per-query page of an experiment (e/<slug>/queries.html) for SQL workloads: each
 query's server time per variant as bars with the 95 % CI (inline SVG, no script), which
 variants chose a different plan than the reference, and the two plans side by side with
-the differing nodes marked. Built from blocklab.query_summary."""
+the differing nodes marked. Built from blocklab.analysis.query_summary."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from blocklab.query_summary import QueriesSummary, QueryResult, summarize_queries
+from blocklab.analysis.query_summary import QueriesSummary, QueryResult, summarize_queries
 from blocklab.store import ResultsStore
 
 BAR_H, GAP, LABEL_W, PLOT_W, TEXT_W = 16, 4, 160, 420, 260

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from blocklab import stats
-from blocklab.metrics import (
+from blocklab.analysis import stats
+from blocklab.analysis.metrics import (
     KNOWN_METRICS,
     MetricInfo,
     compare,

@@ -21,7 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from blocklab import __version__, device_store, export, faults, proc
+from blocklab import __version__, faults, proc
+from blocklab.economics import device_store
 from blocklab.errors import UserError
 from blocklab.report import csvout, data, devices, manifest, parallel
 from blocklab.report.data import ExperimentView, RunView, VariantView
@@ -35,7 +36,7 @@ from blocklab.report.pagedata import (
 from blocklab.report.queries import write_queries
 from blocklab.report.rawfiles import copy_raw
 from blocklab.report.writer import MARKER, Writer, WriterState
-from blocklab.store import ResultsStore
+from blocklab.store import ResultsStore, export
 
 RUNS_PER_PAGE = 500  # runs listed per page: the experiment page, then runs-<n>.html
 MAX_FAILED_LISTED = 200  # failed runs listed on the experiment page (all are in runs.csv)

@@ -10,7 +10,6 @@ from pathlib import Path
 from blocklab.errors import StorageError, UserError
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths, check_own_dir
-from blocklab.sizing import Need, StorageNeeds
 from blocklab.storage import capabilities, cgroup, safety
 from blocklab.storage.devices import device_for_path
 from blocklab.storage.kinds import (
@@ -24,6 +23,7 @@ from blocklab.storage.kinds import (
     fs_type,
     required_image_bytes,
 )
+from blocklab.storage.needs import Need, StorageNeeds
 
 MIN_MEMORY_LIMIT_BYTES = 32 * MIB
 
@@ -143,7 +143,7 @@ def _validate_wal(wal: StorageRequest, paths: Paths, key: str) -> None:
 def check_room(
     req: StorageRequest, needs: StorageNeeds, *, paths: Paths, key: str = "storage"
 ) -> None:
-    """UserError when the storage (or its WAL storage) cannot hold what blocklab.sizing
+    """UserError when the storage (or its WAL storage) cannot hold what blocklab.workloads.sizing
     estimates: an image's size_mb, a device's size, a directory's free space."""
     _check_volume(req, needs.data, paths, key)
     if req.wal is not None and needs.wal is not None:

@@ -106,7 +106,7 @@ def provision(
 ) -> Provisioned:
     """Make the storage `req` asks for; release everything made if any step fails.
     The data volume must hold `min_size_bytes`, a WAL volume `wal_min_size_bytes`
-    (blocklab.sizing estimates both)."""
+    (blocklab.workloads.sizing estimates both)."""
     _check_name(name)
     volumes: list[Volume] = []
     try:

@@ -59,7 +59,7 @@ class QueryRow:
     calls: int
     time_ms_mean: float
     time_ms_total: float
-    plan_fingerprint: str | None  # blocklab.plans.fingerprint; None: no plan captured
+    plan_fingerprint: str | None  # blocklab.workloads.plans.fingerprint; None: no plan captured
     plan_json: str | None  # the normalised plan
 
 

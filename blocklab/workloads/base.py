@@ -2,13 +2,13 @@
 
 A driver is registered by name in blocklab.workloads.drivers; an experiment file picks it
 with `workload = { driver = "NAME", ... }` (no driver key: pgbench, whose keys are read by
-blocklab.spec.workload). The spec, sizing, dataset and runner code call a driver only
+blocklab.experiment_file.workload). The spec, sizing, dataset and runner code call a driver only
 through `WorkloadDriver`, in this order:
 
     plan:     spec = driver.read_spec(table, path)     # pure; UserError naming the key
               driver.check_machine()                    # its program is installed
               driver.dataset_bytes(dataset, block_size_bytes)  # rough size, for sizing
-    dataset:  (blocklab.dataset) CREATE DATABASE driver.database unless "postgres";
+    dataset:  (blocklab.workloads.dataset) CREATE DATABASE driver.database unless "postgres";
               the fillfactor event trigger unless driver.sets_fillfactor;
               for argv in driver.init_commands(inst, endpoint, dataset_request): run argv
               index fillfactor + REINDEX; VACUUM (ANALYZE) if driver.vacuum_after_load
@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from blocklab.installation import Installation
 from blocklab.model import DatasetRequest, OptionValue, WorkloadRequest
+from blocklab.postgres.installation import Installation
 from blocklab.store.base import QueryRow
 
 if TYPE_CHECKING:
-    from blocklab.cluster import Cluster
+    from blocklab.postgres.cluster import Cluster
 
 Series = dict[str, list[tuple[float, float | None]]]
 
@@ -118,12 +118,12 @@ class WorkloadDriver(Protocol):
     @property
     def sets_fillfactor(self) -> bool:
         """True when init_commands apply the table fillfactor themselves (pgbench -F);
-        otherwise blocklab.dataset sets it on every table the load creates."""
+        otherwise blocklab.workloads.dataset sets it on every table the load creates."""
         ...
 
     @property
     def vacuum_after_load(self) -> bool:
-        """True: blocklab.dataset runs VACUUM (ANALYZE) on the loaded database."""
+        """True: blocklab.workloads.dataset runs VACUUM (ANALYZE) on the loaded database."""
         ...
 
     def read_spec(

@@ -16,7 +16,7 @@ TUPLE_HEADER_BYTES = 24  # 23, MAXALIGNed
 
 
 def fail(path: str, problem: str, allowed: str) -> UserError:
-    """The error blocklab.spec.values makes (that package is not imported here: the spec
+    """The error blocklab.experiment_file.values makes (that package is not imported here: the spec
     imports the drivers)."""
     return UserError(f"{path}: {problem}; allowed: {allowed}")
 

@@ -1,7 +1,7 @@
 """fillfactor for drivers that create their own tables (sysbench, go-tpc): SQL (pure).
 
 A driver's load creates its tables with CREATE TABLE and fills them afterwards, and has no
-fillfactor option. Before the load, blocklab.dataset installs an event trigger on
+fillfactor option. Before the load, blocklab.workloads.dataset installs an event trigger on
 `ddl_command_end` for CREATE TABLE that sets the new table's fillfactor with ALTER TABLE,
 before any row is inserted, so the load itself honours it; after the load the trigger is
 dropped (the snapshot keeps only the tables' reloptions).

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from blocklab.errors import UserError
-from blocklab.installation import Installation
 from blocklab.model import WorkloadRequest
+from blocklab.postgres.installation import Installation
 
 PREPARE_SQL = "VACUUM pgbench_branches; VACUUM pgbench_tellers; TRUNCATE pgbench_history;"
 AGGREGATE_INTERVAL_S = 1

@@ -8,9 +8,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from blocklab.installation import Installation
 from blocklab.model import DatasetRequest, WorkloadRequest
-from blocklab.workloads import pgbench
+from blocklab.postgres.installation import Installation
+from blocklab.workloads import pages, pgbench
 from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
 
 LOG_PREFIX = "pgbench_log"
@@ -31,18 +31,19 @@ class PgbenchDriver:
     def read_spec(
         self, table: Mapping[str, Any], path: str, *, scale: int | None = None
     ) -> DriverSpec:
-        """pgbench's keys (builtin, scripts, query_mode) are read by blocklab.spec.workload,
+        """pgbench's keys (builtin, scripts, query_mode) are read by
+        blocklab.experiment_file.workload,
         which resolves script files against the experiment file's directory."""
-        raise NotImplementedError("pgbench's workload keys are read by blocklab.spec.workload")
+        raise NotImplementedError(
+            "pgbench's workload keys are read by blocklab.experiment_file.workload"
+        )
 
     def check_machine(self) -> str:
         """pgbench is built with every PostgreSQL build: nothing to look for."""
         return "built with the server"
 
     def dataset_bytes(self, dataset: DatasetRequest, block_size_bytes: int) -> tuple[int, str]:
-        from blocklab import sizing
-
-        nbytes = sizing.pgbench_tables_bytes(dataset.scale, dataset.fillfactor, block_size_bytes)
+        nbytes = pages.pgbench_tables_bytes(dataset.scale, dataset.fillfactor, block_size_bytes)
         return nbytes, f"pgbench scale {dataset.scale}"
 
     def load_estimate_s(self, dataset: DatasetRequest) -> float:

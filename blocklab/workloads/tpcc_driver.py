@@ -20,8 +20,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from blocklab.installation import Installation
 from blocklab.model import DatasetRequest, WorkloadRequest
+from blocklab.postgres.installation import Installation
 from blocklab.workloads import driver_common, gotpc, tools
 from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
 

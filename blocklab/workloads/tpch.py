@@ -23,16 +23,15 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from blocklab import plans
 from blocklab.errors import BlocklabError, UserError
-from blocklab.installation import Installation
 from blocklab.model import DatasetRequest, OptionValue, WorkloadRequest
+from blocklab.postgres.installation import Installation
 from blocklab.store.base import QueryRow
-from blocklab.workloads import gotpc, tools, tpch_log
+from blocklab.workloads import gotpc, plans, tools, tpch_log
 from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
 
 if TYPE_CHECKING:
-    from blocklab.cluster import Cluster
+    from blocklab.postgres.cluster import Cluster
 
 LABEL = "TPC-H-derived, not comparable with published TPC-H results"
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")

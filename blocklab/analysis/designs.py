@@ -1,0 +1,86 @@
+"""Pure experimental designs: the order of the runs within a round, and the analysis
+that matches each order.
+
+- `paired` (today's): every variant once per round, in a fresh random order
+  (blocklab.execution.plan.round_order); per round the log ratio variant / reference.
+- `short-runs`: the same as paired with runs `SHORT_FACTOR` times shorter and that many
+  times more rounds (`short_runs_plan`); the same analysis. More rounds give the t
+  interval more degrees of freedom and sample the machine's slow drift more often.
+- `abba`: every variant twice per round, as a palindrome of a random order (A B B A,
+  or for three variants A C B B C A). Per round each variant's value is the geometric
+  mean of its two runs, and the comparison is the log ratio of those geometric means.
+  Why this cancels drift: in a palindrome every variant's two slots have the same mean
+  position (the round's midpoint). If throughput drifts linearly on the log scale
+  within a round, log y = log mu_X + d * slot, the mean of a variant's two log values is
+  log mu_X + d * midpoint for every variant, so d drops out of the log ratio exactly.
+  (An additive linear drift cancels in the difference of the arithmetic means and, on
+  the ratio, to first order in d / mu.) A paired order A B instead adds d to every
+  round's log ratio; a random order turns that bias into noise, ABBA removes it.
+- `aa-control`: paired, plus the reference a second time in each round (its two runs are
+  "copy 0" and "copy 1"; which runs first is drawn, and counterbalanced over pairs of
+  rounds, so a drift within the round cannot lean the A/A ratio one way). The A/A
+  comparison copy 1 / copy 0 measures the machine's noise floor inside the experiment:
+  a true ratio of 1, so its 95 % CI should miss 1 in at most 5 % of experiments. The
+  variants are compared with the geometric mean of both reference copies.
+
+Values for the analysis are `variant_id -> round -> values by copy` (index = Slot.copy).
+No I/O here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from blocklab.analysis.stats import Comparison, compare_paired
+from blocklab.experiment_file.design import AA_CONTROL, ABBA, check_design, check_reference
+
+Values = Mapping[str, Mapping[int, Sequence[float]]]  # variant -> round -> values by copy
+
+
+@dataclass(frozen=True)
+class DesignResult:
+    design: str
+    comparisons: dict[str, Comparison]  # every other variant against the reference
+    aa: Comparison | None  # aa-control: reference copy 1 / copy 0; None otherwise
+
+
+def analyse(
+    design: str, values: Values, *, reference: str, higher_is_better: bool = True
+) -> DesignResult:
+    """Compare every variant with the reference the way `design` ran them."""
+    check_design(design)
+    check_reference(design, list(values), reference)
+    copies = 2 if design == ABBA else 1
+    per_round = {v: _round_values(rounds, copies) for v, rounds in values.items()}
+    aa = None
+    if design == AA_CONTROL:
+        ref_copies = values.get(reference, {})
+        first = _copy(ref_copies, 0)
+        second = _copy(ref_copies, 1)
+        aa = compare_paired(first, second, higher_is_better=higher_is_better)
+        per_round[reference] = _round_values(ref_copies, 2)
+    ref = per_round.get(reference, {})
+    comparisons = {
+        v: compare_paired(ref, other, higher_is_better=higher_is_better)
+        for v, other in per_round.items()
+        if v != reference
+    }
+    return DesignResult(design, comparisons, aa)
+
+
+def _round_values(rounds: Mapping[int, Sequence[float]], copies: int) -> dict[int, float]:
+    """Per round, the geometric mean of the first `copies` values; rounds that lack one of
+    them (a failed run) are left out, since half a palindrome does not cancel drift."""
+    out = {}
+    for r, xs in rounds.items():
+        if len(xs) >= copies and all(x > 0 for x in xs[:copies]):
+            out[r] = math.exp(sum(math.log(x) for x in xs[:copies]) / copies)
+        elif copies == 1 and xs:
+            out[r] = xs[0]  # a 0 or negative single value: stats compares differences
+    return out
+
+
+def _copy(rounds: Mapping[int, Sequence[float]], copy: int) -> dict[int, float]:
+    return {r: xs[copy] for r, xs in rounds.items() if len(xs) > copy}

@@ -1,0 +1,190 @@
+"""The catalogue of per-run metrics: label, unit and which direction is better.
+
+One list for the summary table and the report, named as the runner and the probes
+store them (blocklab.probes.derived). A metric not listed still shows, under its own
+name, with a unit guessed from its suffix and no direction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from blocklab.analysis import stats
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    key: str
+    label: str
+    unit: str
+    higher_is_better: bool | None  # None: no direction (a share, a size)
+
+
+# In this order in menus and tables; any other stored metric follows alphabetically.
+KNOWN_METRICS = (
+    MetricInfo("tps", "throughput", "transactions/s", True),
+    MetricInfo("latency_avg_ms", "latency (average)", "ms", False),
+    MetricInfo("wal_bytes_per_xact", "WAL bytes per transaction", "bytes", False),
+    MetricInfo(
+        "device_data_write_bytes_per_xact",
+        "data device bytes written per transaction",
+        "bytes",
+        False,
+    ),
+    MetricInfo(
+        "device_wal_write_bytes_per_xact",
+        "WAL device bytes written per transaction",
+        "bytes",
+        False,
+    ),
+    MetricInfo(
+        "device_data_read_bytes_per_xact", "data device bytes read per transaction", "bytes", False
+    ),
+    # kind 'dir': the block device under the directory, whatever else uses it is counted
+    MetricInfo(
+        "host_device_write_bytes_per_xact",
+        "host device (shared) bytes written per transaction",
+        "bytes",
+        False,
+    ),
+    MetricInfo(
+        "host_device_read_bytes_per_xact",
+        "host device (shared) bytes read per transaction",
+        "bytes",
+        False,
+    ),
+    MetricInfo(
+        "fpi_bytes_share_of_wal_max",
+        "full-page images, share of WAL bytes (upper bound)",
+        "fraction",
+        None,
+    ),
+    MetricInfo("wal_fpi_per_xact", "full-page images per transaction", "count", False),
+    MetricInfo(
+        "checkpointer_write_bytes_per_xact", "checkpointer bytes per transaction", "bytes", False
+    ),
+    MetricInfo(
+        "bgwriter_write_bytes_per_xact", "background writer bytes per transaction", "bytes", False
+    ),
+    MetricInfo("backend_write_bytes_per_xact", "backend bytes per transaction", "bytes", False),
+    MetricInfo(
+        "relation_write_bytes_per_xact", "relation bytes written per transaction", "bytes", False
+    ),
+    MetricInfo("hot_update_ratio", "HOT update ratio", "fraction", True),
+    MetricInfo("newpage_update_ratio", "new-page update ratio", "fraction", False),
+    MetricInfo("cache_hit_ratio", "buffer cache hit ratio", "fraction", True),
+    MetricInfo("server_cpu_s_per_xact", "server CPU seconds per transaction", "s", False),
+    MetricInfo("host_cpu_busy_s_per_xact", "host CPU seconds per transaction", "s", False),
+    MetricInfo("table_bytes", "table bytes after the run", "bytes", None),
+    MetricInfo("table_free_bytes", "table free bytes after the run", "bytes", None),
+    MetricInfo("index_bytes", "index bytes after the run", "bytes", None),
+    MetricInfo("latency_stddev_ms", "latency (stddev)", "ms", False),
+    # SQL query workloads (tpch): the server's own statement durations
+    MetricInfo("queries_per_hour", "queries per hour (server time)", "queries/h", True),
+    MetricInfo("query_time_total_ms", "all queries' server time", "ms", False),
+    MetricInfo("query_time_ms", "query time (server, mean per call)", "ms", False),
+    # blocklab.probes.footprint: the data volume after the run, trimmed, per 4 KiB block
+    MetricInfo("footprint_logical_bytes", "relations (table + index) bytes", "bytes", None),
+    MetricInfo("footprint_allocated_bytes", "data volume allocated bytes", "bytes", None),
+    MetricInfo("footprint_lz4_bytes", "data volume bytes, lz4 per 4 KiB block", "bytes", None),
+    MetricInfo("footprint_zstd_bytes", "data volume bytes, zstd per 4 KiB block", "bytes", None),
+)
+_KNOWN = {m.key: m for m in KNOWN_METRICS}
+RUN_COLUMN_METRICS = ("tps", "latency_avg_ms", "latency_stddev_ms")  # in the runs table
+SPEED_METRICS = ("tps", "latency_avg_ms")  # compared as faster/slower
+
+
+_QUERY_KEY = re.compile(r"^(q\d+)_mean_ms$")  # blocklab.workloads.tpch.metrics_of
+# <scope>_<read|write>_bytes[_per_xact], scopes as blocklab.probes.derived.device_scopes
+_DEVICE_KEY = re.compile(r"^(host_device|device)(?:_(\w+?))?_(read|write)_bytes(_per_xact)?$")
+
+
+def throughput_info(driver_names: Iterable[str]) -> MetricInfo:
+    """The `tps` column's meaning for an experiment's drivers: each driver stores its own
+    throughput there (pgbench and sysbench transactions/s, tpcc tpmC in NEW_ORDER/min)."""
+    from blocklab.workloads import drivers
+
+    names = sorted(set(driver_names)) or [drivers.DEFAULT]
+    if len(names) > 1:
+        return MetricInfo("tps", "throughput (each driver's own)", "", True)
+    d = drivers.get(names[0])
+    if d.name == drivers.DEFAULT:
+        return _KNOWN["tps"]
+    return MetricInfo("tps", f"throughput {d.throughput_metric}", d.throughput_unit, True)
+
+
+def drivers_of(variant_jsons: Iterable[str | None]) -> list[str]:
+    """The workload drivers of stored variants (their JSON leaves pgbench's out)."""
+    from blocklab.model import DEFAULT_DRIVER
+
+    out = set()
+    for text in variant_jsons:
+        workload = json.loads(text or "{}").get("workload", {})
+        out.add(workload.get("driver", DEFAULT_DRIVER))
+    return sorted(out)
+
+
+def metric_info(key: str) -> MetricInfo:
+    if key in _KNOWN:
+        return _KNOWN[key]
+    device = _device_metric(key)
+    if device is not None:
+        return device
+    query = _QUERY_KEY.match(key)
+    if query is not None:
+        return MetricInfo(key, f"{query.group(1)} time (server, mean per call)", "ms", False)
+    return MetricInfo(key, key.replace("_", " "), _unit_from_name(key), None)
+
+
+def _device_metric(key: str) -> MetricInfo | None:
+    """Block-device bytes, labelled for what the counters cover: a device of blocklab's
+    own ("data device") or the host's device under a plain directory, shared with
+    everything else on the host ("host device (shared)")."""
+    m = _DEVICE_KEY.match(key)
+    if m is None:
+        return None
+    scope, roles, op, per_xact = m.groups()
+    roles_text = " + ".join("WAL" if r == "wal" else r for r in (roles or "").split("_") if r)
+    if scope == "host_device":
+        who = "host device (shared" + (f", {roles_text})" if roles_text else ")")
+    else:
+        who = f"{roles_text} device"
+    what = "bytes written" if op == "write" else "bytes read"
+    if per_xact:
+        return MetricInfo(key, f"{who} {what} per transaction", "bytes", False)
+    return MetricInfo(key, f"{who} {what}", "bytes", None)
+
+
+def _unit_from_name(key: str) -> str:
+    for suffix, unit in (("_bytes", "bytes"), ("_ms", "ms"), ("_s", "s"), ("_pct", "%")):
+        if key.endswith(suffix) or f"{suffix}_per_" in key:
+            return unit
+    return ""
+
+
+def summarize(values: Sequence[float], info: MetricInfo) -> stats.Summary:
+    """A variant's statistics; a fraction's interval stays within 0 .. 1."""
+    return stats.summarize(values, at_most=1.0 if info.unit == "fraction" else None)
+
+
+def compare(
+    ref_values: dict[int, float], values: dict[int, float], info: MetricInfo
+) -> stats.Comparison:
+    """The paired comparison in the metric's own direction."""
+    return stats.compare_paired(
+        ref_values, values, higher_is_better=info.higher_is_better is not False
+    )
+
+
+def verdict_text(c: stats.Comparison, info: MetricInfo) -> str:
+    """Words for a comparison: faster/slower for speed, better/worse or higher/lower else."""
+    if c.verdict not in (stats.FASTER, stats.SLOWER):
+        return c.verdict
+    if info.key in SPEED_METRICS:
+        return c.verdict
+    if info.higher_is_better is None:
+        return "higher" if c.up else "lower"
+    return "better" if (c.up == info.higher_is_better) else "worse"

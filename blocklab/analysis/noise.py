@@ -1,0 +1,57 @@
+"""The per-round noise of an experiment's comparisons, measured from stored runs (for
+`blocklab plan`): the experiment's own earlier runs first, else the runs of other stored
+experiments that ran the same variants (the same builds, data and workload: the same
+variant_id). The arithmetic is blocklab.analysis.precision's; this module only reads the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from blocklab.analysis import precision
+from blocklab.analysis.summary import summarize_experiment
+from blocklab.experiment_file import Experiment
+from blocklab.store import ResultsStore
+
+
+@dataclass(frozen=True)
+class NoiseEstimate:
+    noise: precision.Noise
+    source: str  # which stored experiments it comes from, for people
+
+
+def estimate(
+    db: ResultsStore, exp: Experiment, *, prefer: str | None = None
+) -> NoiseEstimate | None:
+    """The pooled noise of the tps log ratios; None without two paired rounds. `prefer`:
+    a stored experiment to look at first (a pilot just run)."""
+    names = [r["name"] for r in db.experiments()]
+    ours = {v.variant_id for v in exp.variants()}
+    first = [n for n in (prefer, exp.name) if n is not None and n in names]
+    order = list(dict.fromkeys([*first, *names]))
+    for name in order:
+        ratios = _ratios(db, name, ours, own=name in (exp.name, prefer))
+        noise = precision.noise_from_rounds(ratios)
+        if noise is not None:
+            rounds = max(len(xs) for xs in ratios)
+            what = "this experiment" if name == exp.name else f"experiment '{name}'"
+            return NoiseEstimate(noise, f"{rounds} stored rounds of {what}")
+    return None
+
+
+def _ratios(db: ResultsStore, name: str, ours: set[str], *, own: bool) -> list[list[float]]:
+    stored = {v["variant_id"] for v in db.variants(name)}
+    if not own and len(stored & ours) < 2:
+        return []
+    summary = summarize_experiment(db, name, side=False)
+    by_id = {v.variant_id: v for v in summary.variants}
+    out = []
+    for v in summary.variants:
+        ref = by_id.get(v.reference_id or "")
+        if v.is_reference or ref is None:
+            continue
+        if own or {v.variant_id, ref.variant_id} <= ours:
+            xs = precision.log_ratios(ref.values, v.values)
+            if xs:
+                out.append(xs)
+    return out

@@ -1,0 +1,318 @@
+"""The summary of an experiment: per-variant statistics and paired comparisons with the
+reference, computed from stored runs. Reads through the ResultsStore; the arithmetic is in
+blocklab.analysis.stats (pure).
+
+The analysis matches the experiment's design (blocklab.analysis.designs): a variant run twice in a
+round (abba, or the reference of aa-control) counts once per round, as the geometric mean
+of its copies, so the palindrome's drift cancels; with aa-control the reference's copy 1
+against copy 0 is the A/A comparison, the machine's noise floor inside the experiment.
+Beside tps the summary compares SIDE_METRICS, which depend less on the host's noise
+(server CPU time and bytes per transaction), each with its CI."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from blocklab.analysis import precision, stats
+from blocklab.analysis.metrics import (
+    RUN_COLUMN_METRICS,
+    MetricInfo,
+    compare,
+    drivers_of,
+    metric_info,
+    summarize,
+    throughput_info,
+    verdict_text,
+)
+from blocklab.errors import UserError
+from blocklab.experiment_file import design as designs
+from blocklab.store import ResultsStore, Row
+
+
+@dataclass
+class VariantSummary:
+    variant_id: str
+    label: str
+    dims: dict[str, Any]
+    is_reference: bool
+    reference_label: str
+    n_failed: int
+    failure_reasons: list[str]
+    values: dict[int, float]  # round -> metric value, ok runs only
+    summary: stats.Summary | None
+    comparison: stats.Comparison | None
+    verdict: str  # in the metric's words: faster/slower, better/worse, higher/lower
+    latency_avg_ms: stats.Summary | None
+    reference_id: str | None = None
+
+
+@dataclass
+class ExperimentSummary:
+    name: str
+    metric: str
+    info: MetricInfo  # the metric's label and unit (tps: the driver's throughput)
+    reference_id: str | None
+    state: str
+    end_reason: str
+    rounds_done: int
+    variants: list[VariantSummary] = field(default_factory=list)
+    design: str = designs.PAIRED
+    aa: stats.Comparison | None = None  # aa-control: reference copy 1 / copy 0
+    aa_label: str = ""
+    # metric -> [(variant label, comparison with its reference)], for tps summaries
+    side: dict[str, list[tuple[str, stats.Comparison]]] = field(default_factory=dict)
+
+    def log_ratios(self) -> list[list[float]]:
+        """Per comparison, the per-round log ratios other / reference (the samples the
+        t interval is computed on): the noise blocklab.analysis.precision works with."""
+        by_id = {v.variant_id: v for v in self.variants}
+        out = []
+        for v in self.variants:
+            ref = by_id.get(v.reference_id or "")
+            if not v.is_reference and ref is not None:
+                out.append(precision.log_ratios(ref.values, v.values))
+        return [xs for xs in out if xs]
+
+    def max_ci_half_width_pct(self) -> float | None:
+        """The widest comparison CI half-width, in percent; None if any cannot be computed."""
+        widths = [
+            v.comparison.ci_half_width_pct
+            for v in self.variants
+            if not v.is_reference and v.comparison is not None
+        ]
+        others = [v for v in self.variants if not v.is_reference]
+        if not others or len(widths) < len(others) or any(w is None for w in widths):
+            return None
+        return max(w for w in widths if w is not None)
+
+
+LATENCY = metric_info("latency_avg_ms")
+
+
+SIDE_METRICS = ("server_cpu_s_per_xact", "wal_bytes_per_xact", "relation_write_bytes_per_xact")
+
+
+def round_copies(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int, dict[int, float]]:
+    """round -> copy_index -> value for the successful runs among `runs`."""
+    out: dict[int, dict[int, float]] = {}
+    for r in runs:
+        if r["status"] != "ok":
+            continue
+        value = r[metric] if metric in RUN_COLUMN_METRICS else db.metrics(r["id"]).get(metric)
+        if value is not None:
+            out.setdefault(int(r["round"]), {})[int(r["copy_index"] or 0)] = float(value)
+    return out
+
+
+def round_values(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int, float]:
+    """round -> value for the successful runs among `runs` (copy 0 of each round)."""
+    return {r: cs[0] for r, cs in round_copies(db, runs, metric).items() if 0 in cs}
+
+
+def combine_copies(copies: dict[int, dict[int, float]], expected: int) -> dict[int, float]:
+    """Per round, one value from `expected` copies: their geometric mean (their mean when
+    a value is not positive); a round missing a copy is left out, since half a
+    palindrome does not cancel drift."""
+    out = {}
+    for r, cs in copies.items():
+        xs = [cs[c] for c in range(expected) if c in cs]
+        if len(xs) < expected:
+            continue
+        if len(xs) == 1:
+            out[r] = xs[0]  # one copy: its value, exactly
+        elif all(x > 0 for x in xs):
+            out[r] = math.exp(sum(math.log(x) for x in xs) / len(xs))
+        else:
+            out[r] = sum(xs) / len(xs)
+    return out
+
+
+def design_of(exp: Row) -> str:
+    spec = json.loads(exp["spec_json"] or "{}")
+    kind = (spec.get("design") or {}).get("kind", designs.PAIRED)
+    return kind if kind in designs.DESIGNS else designs.PAIRED
+
+
+def copies_per_round(design: str, variant_id: str, reference_ids: set[str]) -> int:
+    if design == designs.ABBA:
+        return 2
+    return 2 if design == designs.AA_CONTROL and variant_id in reference_ids else 1
+
+
+def run_hosts(runs: Sequence[Row]) -> list[str]:
+    """The fleet hosts that ran `runs`, sorted ("" for runs of one machine)."""
+    return sorted({str(r["host"]) for r in runs})
+
+
+def summarize_by_host(
+    db: ResultsStore, name: str, metric: str = "tps"
+) -> list[tuple[str, ExperimentSummary]]:
+    """One summary per host that ran the experiment (rounds pair within a host only)."""
+    hosts = run_hosts(db.runs(name)) or [""]
+    return [(h, summarize_experiment(db, name, metric, host=h)) for h in hosts]
+
+
+def summarize_experiment(
+    db: ResultsStore,
+    name: str,
+    metric: str = "tps",
+    *,
+    side: bool = True,
+    host: str | None = None,
+) -> ExperimentSummary:
+    """The summary of `host`'s runs (None: every run, which must come from one host: a
+    round is paired only with the same round on the same host)."""
+    exp = db.experiment(name)
+    ref_id = exp["reference"]
+    all_runs = _runs_on_host(db.runs(name), name, host)
+    rounds_done = len({r["round"] for r in all_runs})
+    design = design_of(exp)
+    variants = db.variants(name)
+    info = _info_of(metric, variants)
+    result = ExperimentSummary(
+        name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done, design=design
+    )
+    labels = {v["variant_id"]: v["label"] for v in variants}
+    runs_of = _runs_by_variant(labels, all_runs)
+    refs = {v["reference_id"] or ref_id for v in variants} - {None}
+    copies_of = {vid: round_copies(db, runs, metric) for vid, runs in runs_of.items()}
+    values_of = {
+        vid: combine_copies(cs, copies_per_round(design, vid, refs))
+        for vid, cs in copies_of.items()
+    }
+    if design == designs.AA_CONTROL and ref_id in copies_of:
+        result.aa = _aa_comparison(copies_of[ref_id], info)
+        result.aa_label = labels.get(ref_id, "")
+    for v in variants:
+        runs = runs_of[v["variant_id"]]
+        result.variants.append(_variant_summary(db, v, ref_id, runs, values_of, labels, info))
+    if side and metric == "tps":
+        result.side = _side_metrics(db, name, host)
+    return result
+
+
+def _runs_on_host(runs: Sequence[Row], name: str, host: str | None) -> Sequence[Row]:
+    """`host`'s runs among `runs`; None: all of them, which must come from one host."""
+    if host is not None:
+        return [r for r in runs if r["host"] == host]
+    if len(hosts := run_hosts(runs)) > 1:
+        raise UserError(
+            f"experiment '{name}' ran on hosts {', '.join(hosts)}: its rounds pair within "
+            "a host only; summarise one host at a time"
+        )
+    return runs
+
+
+def _info_of(metric: str, variants: Sequence[Row]) -> MetricInfo:
+    """The metric's label and unit; tps in the words of the variants' drivers."""
+    info = metric_info(metric)
+    if metric == "tps":
+        info = throughput_info(drivers_of(v["variant_json"] for v in variants))
+    return info
+
+
+def _runs_by_variant(labels: dict[str, str], runs: Sequence[Row]) -> dict[str, list[Row]]:
+    """variant_id -> its runs among `runs` (an empty list for a variant without runs)."""
+    runs_of: dict[str, list[Row]] = {vid: [] for vid in labels}
+    for r in runs:
+        runs_of.setdefault(r["variant_id"], []).append(r)
+    return runs_of
+
+
+def _aa_comparison(
+    ref_copies: dict[int, dict[int, float]], info: MetricInfo
+) -> stats.Comparison | None:
+    """aa-control's A/A comparison: the reference's copy 1 against its copy 0."""
+    first = {r: cs[0] for r, cs in ref_copies.items() if 0 in cs}
+    second = {r: cs[1] for r, cs in ref_copies.items() if 1 in cs}
+    return compare(first, second, info)
+
+
+def _variant_summary(
+    db: ResultsStore,
+    v: Row,
+    ref_id: str | None,
+    runs: Sequence[Row],
+    values_of: dict[str, dict[int, float]],
+    labels: dict[str, str],
+    info: MetricInfo,
+) -> VariantSummary:
+    """Variant `v`'s summary from its `runs`, compared with its reference's values (the
+    experiment's reference `ref_id` unless it names its own)."""
+    vid = v["variant_id"]
+    my_ref = v["reference_id"] or ref_id
+    failed = [r for r in runs if r["status"] != "ok"]
+    values = values_of[vid]
+    is_ref = my_ref is None or vid == my_ref
+    comparison = None
+    if my_ref is not None and not is_ref:
+        comparison = compare(values_of.get(my_ref, {}), values, info)
+    return VariantSummary(
+        variant_id=vid,
+        label=v["label"],
+        dims=json.loads(v["dims_json"]),
+        is_reference=is_ref,
+        reference_label=labels.get(my_ref or "", ""),
+        n_failed=len(failed),
+        failure_reasons=grouped_reasons([(r["round"], r["reason"]) for r in failed]),
+        values=values,
+        summary=summarize(list(values.values()), info) if values else None,
+        comparison=comparison,
+        verdict=verdict_text(comparison, info) if comparison else "",
+        latency_avg_ms=_latency_summary(db, runs),
+        reference_id=my_ref,
+    )
+
+
+def _latency_summary(db: ResultsStore, runs: Sequence[Row]) -> stats.Summary | None:
+    """The average latencies of `runs`' successful copies, summarised (None without any)."""
+    lat_copies = round_copies(db, runs, "latency_avg_ms")
+    latencies = [x for cs in lat_copies.values() for x in cs.values()]
+    return summarize(latencies, metric_info("latency_avg_ms")) if latencies else None
+
+
+def _side_metrics(
+    db: ResultsStore, name: str, host: str | None
+) -> dict[str, list[tuple[str, stats.Comparison]]]:
+    stored = set(db.metric_names(name))
+    out = {}
+    for m in SIDE_METRICS:
+        if m not in stored:
+            continue
+        s = summarize_experiment(db, name, m, side=False, host=host)
+        rows = [(v.label, v.comparison) for v in s.variants if v.comparison is not None]
+        if rows:
+            out[m] = rows
+    return out
+
+
+def restore_note(db: ResultsStore, experiment: str, dataset_init_s: Sequence[float]) -> str:
+    """Restoring the snapshot against making the dataset again ("" without both)."""
+    restores = [
+        v for r in db.runs(experiment) if (v := db.metrics(r["id"]).get("restore_s")) is not None
+    ]
+    if not restores or not dataset_init_s:
+        return ""
+    return (
+        "Every run started from the dataset's snapshot: restore "
+        f"{statistics.median(restores):.2f} s per run (median of {len(restores)}), against "
+        f"{statistics.median(dataset_init_s):.1f} s to initialise a dataset."
+    )
+
+
+def grouped_reasons(failed: list[tuple[int, str]]) -> list[str]:
+    """One line per distinct reason with the rounds it holds for (pure): a variant whose
+    server never starts is reported once, not once per round."""
+    rounds: dict[str, list[int]] = {}
+    for round_no, reason in sorted(failed):
+        rounds.setdefault(reason or "", []).append(round_no)
+    out = []
+    for reason, nums in rounds.items():
+        which = f"round {nums[0]}" if len(nums) == 1 else f"rounds {', '.join(map(str, nums))}"
+        out.append(f"{which}: {reason}")
+    return out

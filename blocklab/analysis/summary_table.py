@@ -1,0 +1,209 @@
+"""The summary as the terminal shows it: every number in its metric's unit, never cut.
+
+The widest layout that fits the console is chosen: every column, then fewer columns,
+then one block of lines per variant. A table that fits is never shrunk by rich, so no
+cell is truncated ("…"); a block wraps between words, never inside a number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from blocklab.analysis import stats
+from blocklab.analysis.metrics import MetricInfo, metric_info
+from blocklab.analysis.summary import ExperimentSummary, VariantSummary
+from blocklab.units import NO_VALUE, fmt_difference, fmt_value
+
+VARIANT, N, MEAN, MIN, MEDIAN, MAX, CI, GAIN, VERDICT, LATENCY, FAILED = (
+    "variant",
+    "n",
+    "mean ± stdev",
+    "min",
+    "median",
+    "max",
+    "95 % CI",
+    "vs reference (95 % CI)",
+    "verdict",
+    "latency",
+    "failed",
+)
+FULL = (VARIANT, N, MEAN, MIN, MEDIAN, MAX, CI, GAIN, VERDICT, LATENCY, FAILED)
+COMPACT = (VARIANT, N, MEAN, CI, GAIN, VERDICT, FAILED)
+LEFT = (VARIANT, VERDICT)
+UNBOUNDED = 10_000  # columns: wider than any table
+
+
+@dataclass
+class Row:
+    label: str
+    cells: dict[str, str]
+    notes: list[str] = field(default_factory=list)  # warnings, failures, comparison notes
+
+
+def variant_row(v: VariantSummary, info: MetricInfo, *, several_refs: bool) -> Row:
+    """The texts of one variant's cells."""
+    st = v.summary
+    failures = [f"failed run, {reason}" for reason in v.failure_reasons]
+    if st is None:
+        cells = dict.fromkeys(FULL, NO_VALUE) | {
+            VARIANT: v.label,
+            N: "0",
+            VERDICT: "no successful run",
+            FAILED: str(v.n_failed),
+        }
+        return Row(v.label, cells, failures)
+    u = info.unit
+    mean = fmt_value(st.mean, u)
+    cells = {
+        VARIANT: v.label,
+        N: str(st.n),
+        MEAN: mean if st.stdev is None else f"{mean} ± {fmt_value(st.stdev, u)}",
+        MIN: fmt_value(st.min, u),
+        MEDIAN: fmt_value(st.median, u),
+        MAX: fmt_value(st.max, u),
+        CI: _interval(st.ci95_low, st.ci95_high, u),
+        LATENCY: fmt_value(v.latency_avg_ms.mean if v.latency_avg_ms else None, "ms"),
+        FAILED: str(v.n_failed),
+    }
+    cells[GAIN], cells[VERDICT] = _against_reference(v, u, several_refs)
+    notes = [f"noisy (CV {(st.cv or 0) * 100:.1f} %): {st.advice}"] if st.noisy else []
+    if v.comparison is not None and v.comparison.note:
+        notes.append(v.comparison.note)
+    return Row(v.label, cells, notes + failures)
+
+
+def _interval(low: float | None, high: float | None, unit: str) -> str:
+    if low is None or high is None:
+        return NO_VALUE
+    return f"{fmt_value(low, unit)} – {fmt_value(high, unit)}"
+
+
+def _against_reference(v: VariantSummary, unit: str, several_refs: bool) -> tuple[str, str]:
+    """(the gain or difference with its CI, the verdict)."""
+    if v.is_reference:
+        return "reference", ""
+    c = v.comparison
+    if c is None or c.estimate is None:
+        return NO_VALUE, stats.TOO_FEW
+    verdict = v.verdict + (f" vs {v.reference_label}" if several_refs and v.reference_label else "")
+    return gain_text(c, unit), verdict
+
+
+def gain_text(c: stats.Comparison, unit: str) -> str:
+    """'-2.0 % (-8.7 to +5.2)' for a ratio; '+1.00 kB (+0.20 kB to +1.80 kB)' without one."""
+    if c.estimate is None:  # one round, or no pair: nothing to say
+        return NO_VALUE
+    if c.scale == stats.RATIO:
+        assert c.gain_pct is not None
+        text = f"{c.gain_pct:+.1f} %"
+        if c.ci95_low is not None and c.ci95_high is not None:
+            text += f" ({(c.ci95_low - 1) * 100:+.1f} to {(c.ci95_high - 1) * 100:+.1f})"
+        return text
+    text = fmt_difference(c.difference, unit)
+    if c.ci95_low is not None and c.ci95_high is not None:
+        text += f" ({fmt_difference(c.ci95_low, unit)} to {fmt_difference(c.ci95_high, unit)})"
+    return text
+
+
+def print_summary(console: Console, s: ExperimentSummary) -> None:
+    info = s.info
+    several_refs = len({v.reference_label for v in s.variants if not v.is_reference}) > 1
+    rows = [variant_row(v, info, several_refs=several_refs) for v in s.variants]
+    console.print(
+        Text(f"{s.name}: {info.label} ({info.unit}) per variant, {s.rounds_done} rounds"),
+        style="italic",
+    )
+    for columns in (FULL, COMPACT):
+        table = _table(rows, columns)
+        if _natural_width(console, table) <= console.width:
+            console.print(table)
+            break
+    else:
+        for row, v in zip(rows, s.variants, strict=True):
+            _print_block(console, row, v.is_reference)
+    for row in rows:
+        for note in row.notes:
+            console.print(Text(f"  ! {row.label}: {note}"))
+    for line in design_lines(s):
+        console.print(Text(f"  {line}"))
+    console.print(Text(f"  {_explanation(s)}"), style="dim")
+    if s.end_reason:
+        console.print(Text(f"  ended: {s.end_reason}"))
+
+
+def design_lines(s: ExperimentSummary) -> list[str]:
+    """The design and its matching analysis, the A/A noise floor beside the result, and
+    the comparisons of the metrics less sensitive to the host's noise."""
+    lines = [f"design {s.design}: " + DESIGN_ANALYSIS.get(s.design, "")]
+    if s.aa is not None:
+        width = s.aa.ci_half_width_pct
+        lines.append(
+            f"A/A noise floor ({s.aa_label} copy 1 vs copy 0, {s.aa.n_pairs} rounds): "
+            f"{gain_text(s.aa, '')}"
+            + (f", CI half-width {width:.2f} %" if width is not None else "")
+            + "; a comparison inside this is not a difference the machine can show"
+        )
+    for metric, rows in s.side.items():
+        info = metric_info(metric)
+        for label, c in rows:
+            width = c.ci_half_width_pct
+            lines.append(
+                f"{info.label}: {label} {gain_text(c, info.unit)}"
+                + (f", CI half-width {width:.2f} %" if width is not None else "")
+            )
+    return lines
+
+
+DESIGN_ANALYSIS = {
+    "paired": "each variant once per round; per-round ratios",
+    "short-runs": "shorter runs in more rounds; per-round ratios",
+    "abba": "A B B A per round; per-round ratio of each variant's geometric mean of 2 runs",
+    "aa-control": "paired plus the reference twice per round; the reference's value is the "
+    "geometric mean of its 2 runs",
+}
+
+
+def _table(rows: list[Row], columns: tuple[str, ...]) -> Table:
+    table = Table()
+    for col in columns:
+        table.add_column(col, justify="left" if col in LEFT else "right")
+    for row in rows:
+        table.add_row(*(row.cells[col] for col in columns))
+    return table
+
+
+def _natural_width(console: Console, table: Table) -> int:
+    """The width the table takes when nothing has to wrap (rich clamps to the console's)."""
+    unclamped = console.options.update_width(UNBOUNDED)
+    return Measurement.get(console, unclamped, table).maximum
+
+
+def _print_block(console: Console, row: Row, is_reference: bool) -> None:
+    """One variant as lines of `name  value`: fits any width without cutting a number."""
+    c = row.cells
+    console.print(Text(row.label + (" (reference)" if is_reference else ""), style="bold"))
+    lines = [
+        (N, f"{c[N]}, failed {c[FAILED]}"),
+        (MEAN, c[MEAN]),
+        ("min · median · max", f"{c[MIN]} · {c[MEDIAN]} · {c[MAX]}"),
+        (CI, c[CI]),
+    ]
+    if not is_reference:
+        lines.append(("vs reference", f"{c[GAIN]}: {c[VERDICT]}"))
+    lines.append(("latency", c[LATENCY]))
+    for name, value in lines:
+        console.print(Text(f"  {name:<19}{value}"))
+
+
+def _explanation(s: ExperimentSummary) -> str:
+    geometric = any(v.summary and v.summary.ci_of == stats.GEOMETRIC_MEAN for v in s.variants)
+    of = "the geometric mean of the rounds (log scale)" if geometric else "the mean"
+    return (
+        f"95 % CI: of {of}. vs reference: the geometric mean of the per-round ratios with "
+        "its 95 % CI (a difference in the metric's unit where a round has a 0)."
+    )

@@ -1,0 +1,236 @@
+"""Run controls: what the experiment's [design] asks of each run besides the workload:
+CPU placement of the driver and the server, a warm-up until throughput is steady, and a
+measured run that starts right after a CHECKPOINT with a checkpoint_timeout it never
+reaches. blocklab.execution.runner calls these; each returns what it applied, for the run record
+(provenance "controls"): a placement that cannot be applied is said so there, never
+dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from blocklab.execution import placement, steady
+from blocklab.execution.placement import Placement
+from blocklab.experiment_file.design import ALIGNED_CHECKPOINT_TIMEOUT, RunDesign
+
+SAMPLE_EVERY_S = 0.25
+WARMUP_CHUNK_S = 5  # steady warm-up: pgbench runs of this length, one tps point each
+STEADY_WINDOW_CHUNKS = 3  # steady over 3 chunks (15 s)
+STEADY_MAX_CV = 0.05
+
+
+@dataclass(frozen=True)
+class RunControls:
+    warmup_steady: bool = False
+    warmup_max_s: int = 120
+    checkpoint_aligned: bool = False
+    placement: Placement | None = None
+    placement_mode: str = "none"
+    placement_note: str = ""
+
+    @classmethod
+    def from_design(cls, rd: RunDesign) -> RunControls:
+        chosen, note = _placement(rd)
+        return cls(
+            warmup_steady=rd.warmup == "steady",
+            warmup_max_s=rd.warmup_max_s,
+            checkpoint_aligned=rd.checkpoint == "aligned",
+            placement=chosen,
+            placement_mode=rd.placement,
+            placement_note=note,
+        )
+
+    def settings(self, written: dict[str, str]) -> dict[str, str]:
+        """The settings the server gets: aligned runs never reach checkpoint_timeout."""
+        if not self.checkpoint_aligned:
+            return written
+        return {**written, "checkpoint_timeout": ALIGNED_CHECKPOINT_TIMEOUT}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "warmup": "steady" if self.warmup_steady else "fixed",
+            "warmup_max_s": self.warmup_max_s,
+            "checkpoint": (
+                {
+                    "mode": "aligned",
+                    "checkpoint_before_run": True,
+                    "checkpoint_timeout": ALIGNED_CHECKPOINT_TIMEOUT,
+                }
+                if self.checkpoint_aligned
+                else {"mode": "free"}
+            ),
+            "placement_mode": self.placement_mode,
+            "placement_requested": None if self.placement is None else self.placement.to_json(),
+            "placement_note": self.placement_note,
+        }
+
+
+def _placement(rd: RunDesign) -> tuple[Placement | None, str]:
+    if rd.placement == "auto":
+        decision = placement.decide(placement.machine_cpus())
+        return decision.placement, decision.reason
+    if rd.placement == "explicit":
+        assert rd.driver_cpus is not None and rd.server_cpus is not None
+        p = Placement(
+            tuple(placement.parse_cpu_list(rd.driver_cpus, key="placement.driver_cpus")),
+            tuple(placement.parse_cpu_list(rd.server_cpus, key="placement.server_cpus")),
+        )
+        return p, "as the experiment file asks"
+    return None, "not asked for"
+
+
+# -- placement at run time -----------------------------------------------------------------
+
+
+def driver_prefix(controls: RunControls, report: dict[str, Any]) -> list[str]:
+    """`taskset` for the driver, or [] with the reason in `report` when it cannot be."""
+    if controls.placement is None:
+        return []
+    cpus = controls.placement.driver_cpus
+    problem = _unavailable(cpus)
+    if problem is None and shutil.which("taskset") is None:
+        problem = "taskset is not installed (util-linux)"
+    if problem is not None:
+        report["driver"] = {"applied": False, "reason": problem}
+        return []
+    report["driver"] = {"applied": True, "cpus": placement.format_cpu_list(cpus)}
+    return placement.driver_prefix(cpus)
+
+
+def place_server(controls: RunControls, server_pid: int, report: dict[str, Any]) -> None:
+    """The postmaster, its children and their threads on the server CPUs (backends forked
+    later inherit them); what could not be placed goes into `report`."""
+    if controls.placement is None:
+        return
+    cpus = controls.placement.server_cpus
+    problem = _unavailable(cpus)
+    if problem is not None:
+        report["server"] = {"applied": False, "reason": problem}
+        return
+    failed = placement.failures(placement.apply_to_tree(server_pid, cpus))
+    report["server"] = {
+        "applied": not failed,
+        "cpus": placement.format_cpu_list(cpus),
+        **({"reason": "; ".join(failed)} if failed else {}),
+    }
+
+
+def _unavailable(cpus: Sequence[int]) -> str | None:
+    have = placement.machine_cpus()
+    missing = sorted(set(cpus) - set(have))
+    if not missing:
+        return None
+    return (
+        f"CPU {placement.format_cpu_list(missing)} is not available here "
+        f"(available: {placement.format_cpu_list(have)})"
+    )
+
+
+def parent_map() -> dict[int, list[int]]:
+    """ppid -> child PIDs, from one pass over /proc (a process may end meanwhile)."""
+    kids: dict[int, list[int]] = {}
+    for entry in placement.PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(entry.name))
+    return kids
+
+
+def descendants(pid: int, kids: dict[int, list[int]]) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        found = kids.get(todo.pop(), [])
+        out.extend(found)
+        todo.extend(found)
+    return out
+
+
+@dataclass
+class CpuSampler:
+    """Samples, in a thread, the CPUs the server's processes and this process's children
+    (the driver) run on, from /proc (blocklab.execution.placement.CpuLog)."""
+
+    server_pid: int
+    log: placement.CpuLog = field(default_factory=placement.CpuLog)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __enter__(self) -> CpuSampler:
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            kids = parent_map()
+            pids = [self.server_pid, *descendants(self.server_pid, kids)]
+            pids += [p for p in descendants(os.getpid(), kids) if p not in pids]
+            try:
+                self.log.sample(pids)
+            except (OSError, ValueError):
+                pass  # a process ended between listing and reading: the next look sees
+            self._stop.wait(SAMPLE_EVERY_S)
+
+    def to_json(self) -> list[dict[str, object]]:
+        return self.log.to_json()
+
+
+# -- steady warm-up ------------------------------------------------------------------------
+
+
+def steady_warmup(
+    run_chunk: Callable[[int], float | None], max_s: int
+) -> tuple[bool, dict[str, Any]]:
+    """Run warm-up chunks of WARMUP_CHUNK_S until the chunks' tps is steady
+    (blocklab.execution.steady over chunk points) or `max_s` is spent. `run_chunk(seconds)` returns
+    the chunk's tps, or None when it failed (the warm-up fails then)."""
+    tps: list[float] = []
+    max_chunks = max(STEADY_WINDOW_CHUNKS, max_s // WARMUP_CHUNK_S)
+    while len(tps) < max_chunks:
+        got = run_chunk(WARMUP_CHUNK_S)
+        if got is None:
+            return False, {"mode": "steady", "chunks_tps": tps, "note": "a warm-up chunk failed"}
+        tps.append(got)
+        if len(tps) >= STEADY_WINDOW_CHUNKS:
+            found = steady.detect(
+                tps[-STEADY_WINDOW_CHUNKS:],
+                window_s=STEADY_WINDOW_CHUNKS,
+                max_cv=STEADY_MAX_CV,
+                max_warmup_s=0,
+            )
+            if found.steady:
+                return True, _warmup_report(tps, True)
+    return True, _warmup_report(tps, False)
+
+
+def _warmup_report(tps: list[float], steady_reached: bool) -> dict[str, Any]:
+    seconds = len(tps) * WARMUP_CHUNK_S
+    note = (
+        f"steady after {seconds} s: the last {STEADY_WINDOW_CHUNKS} chunks of "
+        f"{WARMUP_CHUNK_S} s varied by at most {STEADY_MAX_CV:.0%}"
+        if steady_reached
+        else f"not steady within the bound of {seconds} s; measured from there anyway"
+    )
+    return {
+        "mode": "steady",
+        "steady": steady_reached,
+        "warmup_s": seconds,
+        "chunk_s": WARMUP_CHUNK_S,
+        "chunks_tps": [round(x, 3) for x in tps],
+        "note": note,
+    }

@@ -1,0 +1,166 @@
+"""What the instrumentation costs: bare and instrumented pgbench, interleaved, one server.
+
+Each pair runs both arms back to back against the same server and data; the order
+alternates between pairs (bare first, then instrumented first, ...), so that drift of a
+shared machine falls on both arms alike. The figure is the paired ratio of tps
+(instrumented / bare) with its 95 % CI from blocklab.analysis.stats.compare_paired.
+
+The instrumented arm runs everything that happens while pgbench runs (begin snapshot,
+the 1 Hz sampler, the final snapshot and the log parse). The pgstattuple space pass is
+off here: it runs after the workload, outside the timed window, and on a server that is
+not restored between runs it would prune and warm the tables for the next run and so
+bias whichever arm comes next.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from blocklab import proc
+from blocklab.analysis.stats import Comparison, compare_paired
+from blocklab.errors import RunError
+from blocklab.paths import Paths
+from blocklab.postgres.cluster import Cluster, server_user
+from blocklab.postgres.installation import Installation
+from blocklab.probes import Device, Instrumentation, ProbeContext
+from blocklab.state import State
+from blocklab.storage.devices import device_for_path
+from blocklab.workloads.pgbench import parse_report
+
+SETTINGS = {"shared_buffers": "128MB", "max_wal_size": "1GB", "checkpoint_timeout": "5min"}
+TARGET_RATIO = 0.99
+
+
+@dataclass
+class OverheadResult:
+    bare_tps: dict[int, float] = field(default_factory=dict)  # pair -> tps
+    instrumented_tps: dict[int, float] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    samples_per_run: list[int] = field(default_factory=list)
+    comparison: Comparison | None = None
+
+    def verdict(self) -> str:
+        c = self.comparison
+        if c is None or c.ci95_low is None or c.ci95_high is None:
+            return "too few pairs for a CI"
+        if c.ci95_low >= TARGET_RATIO:
+            return f"target met: the whole CI is >= {TARGET_RATIO}"
+        if c.ci95_high < TARGET_RATIO:
+            return f"target missed: the whole CI is below {TARGET_RATIO}"
+        return f"inconclusive at this precision: the CI straddles {TARGET_RATIO}"
+
+
+def pair_order(pair: int) -> tuple[str, str]:
+    return ("bare", "instrumented") if pair % 2 == 0 else ("instrumented", "bare")
+
+
+def measure_overhead(
+    inst: Installation,
+    paths: Paths,
+    *,
+    pairs: int,
+    duration_s: int,
+    scale: int,
+    clients: int,
+    interval_s: float = 1.0,
+    log: Callable[[str], None] = print,
+) -> OverheadResult:
+    base = paths.work / f"selftest-overhead-{uuid.uuid4().hex[:8]}"
+    cluster = Cluster(
+        inst,
+        base / "data",
+        socket_dir=base / "sock",
+        user=server_user(),
+        state=State(paths.state_file),
+        log_path=base / "server.log",
+    )
+    try:
+        cluster.initdb(data_checksums=False)
+        cluster.write_settings(SETTINGS)
+        cluster.start()
+        log(f"server {inst.key} ({inst.version}) up; pgbench -i -s {scale}")
+        _pgbench(cluster, ["-i", "-s", str(scale), "-q"])
+        return _pairs(cluster, pairs, duration_s, clients, interval_s, log)
+    finally:
+        cluster.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _pairs(
+    cluster: Cluster,
+    pairs: int,
+    duration_s: int,
+    clients: int,
+    interval_s: float,
+    log: Callable[[str], None],
+) -> OverheadResult:
+    res = OverheadResult()
+    for pair in range(pairs):
+        for arm in pair_order(pair):
+            tps = _one(cluster, arm, duration_s, clients, interval_s, res)
+            (res.bare_tps if arm == "bare" else res.instrumented_tps)[pair] = tps
+            res.order.append(arm)
+            log(f"pair {pair + 1}/{pairs} {arm:>12}: {tps:10.1f} tps")
+    res.comparison = compare_paired(res.bare_tps, res.instrumented_tps)
+    return res
+
+
+def _one(
+    cluster: Cluster,
+    arm: str,
+    duration_s: int,
+    clients: int,
+    interval_s: float,
+    res: OverheadResult,
+) -> float:
+    args = ["-n", "-c", str(clients), "-j", str(clients), "-T", str(duration_s)]
+    probes = (
+        Instrumentation(context_for(cluster, interval_s=interval_s))
+        if arm == "instrumented"
+        else None
+    )
+    if probes is not None:
+        probes.begin()
+    started = time.monotonic()
+    try:
+        out = _pgbench(cluster, args).stdout
+    except BaseException:
+        if probes is not None:
+            probes.close()
+        raise
+    report = parse_report(out)
+    if probes is not None:
+        result = probes.end(report.transactions or 0, time.monotonic() - started)
+        res.samples_per_run.append(int(result.facts.get("samples", 0)))
+    if report.tps is None:
+        raise RunError(f"pgbench printed no tps:\n{out[-2000:]}")
+    return report.tps
+
+
+def context_for(
+    cluster: Cluster, *, interval_s: float = 1.0, measure_space: bool = False
+) -> ProbeContext:
+    """Probes for a running server whose data directory sits on a host file system: the
+    block device under it is counted, shared with whatever else uses that device."""
+    assert cluster.pid is not None
+    return ProbeContext(
+        conninfo=cluster.conninfo,
+        data_dir=cluster.data_dir,
+        server_log=cluster.log_path,
+        devices=[Device(name=device_for_path(cluster.data_dir), role="data", shared=True)],
+        block_size_bytes=cluster.inst.block_size_bytes,
+        wal_block_size_bytes=cluster.inst.wal_block_size_bytes,
+        server_pid=cluster.pid,
+        server_version_num=cluster.version_num(),
+        measure_space=measure_space,
+        interval_s=interval_s,
+    )
+
+
+def _pgbench(cluster: Cluster, args: list[str]) -> proc.Result:
+    argv = [str(cluster.inst.bin("pgbench")), *cluster.conn_args(), *args, "postgres"]
+    return proc.run(argv, timeout_s=3600)

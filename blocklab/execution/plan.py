@@ -1,0 +1,105 @@
+"""Pure planning: the order of every round and what an experiment will cost.
+
+Each round runs every variant once in a fresh random order drawn from the experiment's
+seed and the round number, so that the drift of a shared machine falls on all variants
+alike and a re-run (or a resumed run) draws exactly the same orders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from blocklab.execution import orders
+from blocklab.experiment_file import Experiment
+from blocklab.model import BuildRequest, Variant
+from blocklab.workloads import drivers
+
+PER_RUN_OVERHEAD_S = 8.0  # restore the snapshot, start, probes, stop, store
+BUILD_S = 180.0  # one PostgreSQL build here (make -j2) plus its verification
+DEFAULT_MAX_ROUNDS_FACTOR = 4  # --until-ci without --max-rounds: max(rounds x 4, 20)
+
+
+def run_estimate_s(v: Variant) -> float:
+    return v.workload.duration_s + v.workload.warmup_s + PER_RUN_OVERHEAD_S
+
+
+def default_max_rounds(rounds: int) -> int:
+    return max(rounds * DEFAULT_MAX_ROUNDS_FACTOR, 20)
+
+
+@dataclass(frozen=True)
+class Plan:
+    experiment: Experiment
+    variants: list[Variant]
+    builds: list[BuildRequest]  # distinct builds the experiment needs
+    builds_to_make: list[BuildRequest]  # those not in the cache
+    datasets: int  # distinct datasets (build x storage x data x initdb options)
+    runs: int  # variants x planned rounds
+    max_runs: int | None  # with until_ci_pct: variants x max rounds
+    first_round: list[str]  # labels, in the order round 1 runs them
+    eta_builds_s: float
+    eta_datasets_s: float
+    eta_runs_s: float  # the planned rounds
+    eta_max_runs_s: float | None
+
+    @property
+    def seconds_per_round(self) -> float:
+        return self.eta_runs_s / max(1, self.experiment.rounds)
+
+    @property
+    def eta_s(self) -> float:
+        return self.eta_builds_s + self.eta_datasets_s + self.eta_runs_s
+
+
+def describe(
+    exp: Experiment, *, cached: Callable[[BuildRequest], bool] = lambda _req: False
+) -> Plan:
+    """What `blocklab run` would do with this experiment; builds and runs nothing.
+
+    `cached` says whether a build is already in the cache (the CLI asks blocklab.postgres.build).
+    """
+    variants = exp.variants()
+    builds = list({v.build.digest(): v.build for v in variants}.values())
+    to_make = [b for b in builds if not cached(b)]
+    datasets = {v.dataset_key(v.build.digest()): v for v in variants}
+
+    by_id = {v.variant_id: v for v in variants}
+    slots = orders.round_slots(
+        exp.run_design.kind,
+        list(by_id),
+        reference=exp.reference_id(),
+        seed=exp.seed,
+        round_no=1,
+    )
+    per_round_s = sum(run_estimate_s(by_id[s.variant_id]) for s in slots)
+    max_rounds = None
+    if exp.until_ci_pct is not None:
+        max_rounds = exp.max_rounds or default_max_rounds(exp.rounds)
+    return Plan(
+        experiment=exp,
+        variants=variants,
+        builds=builds,
+        builds_to_make=to_make,
+        datasets=len(datasets),
+        runs=len(slots) * exp.rounds,
+        max_runs=None if max_rounds is None else len(slots) * max_rounds,
+        first_round=[
+            by_id[s.variant_id].label + (f" (copy {s.copy})" if s.copy else "") for s in slots
+        ],
+        eta_builds_s=len(to_make) * BUILD_S,
+        eta_datasets_s=sum(
+            drivers.for_dataset(v.dataset).load_estimate_s(v.dataset) for v in datasets.values()
+        ),
+        eta_runs_s=per_round_s * exp.rounds,
+        eta_max_runs_s=None if max_rounds is None else per_round_s * max_rounds,
+    )
+
+
+def format_duration(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"

@@ -1,0 +1,147 @@
+"""The experiment file's [design] and [placement] tables: how runs are ordered, placed,
+warmed up and started within the checkpoint cycle.
+
+    [design]
+    kind = "abba"            # paired (default), short-runs, abba, aa-control
+    warmup = "steady"        # "fixed" (default: the matrix's warmup seconds) or "steady"
+    warmup_max_s = 120       # with "steady": the bound of the warm-up
+    checkpoint = "aligned"   # "free" (default) or "aligned": CHECKPOINT right before each
+                             # measured run and a checkpoint_timeout the run never reaches
+    placement = "auto"       # "none" (default), "auto" (driver on its own CPU), or
+                             # "explicit" (the [placement] table; implied by the table)
+
+    [placement]
+    driver_cpus = "1"
+    server_cpus = "0"
+
+Parsing is pure; which CPUs the machine has is checked by `check_placement` (plan and
+run, through blocklab.experiment_file.check_machine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from blocklab.errors import UserError
+from blocklab.experiment_file.values import check_keys, choice, fail, integer, string, table
+
+PAIRED = "paired"
+SHORT_RUNS = "short-runs"
+ABBA = "abba"
+AA_CONTROL = "aa-control"
+DESIGNS = (PAIRED, SHORT_RUNS, ABBA, AA_CONTROL)
+SHORT_FACTOR = 2  # short-runs: runs this many times shorter, this many times more rounds
+
+DESIGN_KEYS = ("kind", "warmup", "warmup_max_s", "checkpoint", "placement")
+PLACEMENT_KEYS = ("driver_cpus", "server_cpus")
+WARMUPS = ("fixed", "steady")
+CHECKPOINTS = ("free", "aligned")
+PLACEMENTS = ("none", "auto", "explicit")
+DEFAULT_WARMUP_MAX_S = 120
+# aligned: the run never reaches this checkpoint_timeout (PostgreSQL's maximum, 1 day)
+ALIGNED_CHECKPOINT_TIMEOUT = "1d"
+
+
+class RunDesign(BaseModel):
+    """What the experiment asks of the order and the conditions of its runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str = PAIRED
+    warmup: str = "fixed"
+    warmup_max_s: int = DEFAULT_WARMUP_MAX_S
+    checkpoint: str = "free"
+    placement: str = "none"
+    driver_cpus: str | None = None
+    server_cpus: str | None = None
+
+    def is_default(self) -> bool:
+        return self == RunDesign()
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def parse(design: Any, placement: Any) -> RunDesign:
+    """The [design] and [placement] tables (either may be None: absent)."""
+    d = table(design, "design") if design is not None else {}
+    check_keys(d, DESIGN_KEYS, "design")
+    kind = string(d.get("kind", PAIRED), "design.kind")
+    try:
+        check_design(kind, key="design.kind")
+    except UserError:
+        raise fail("design.kind", f"unknown design {kind!r}", ", ".join(DESIGNS)) from None
+    out: dict[str, Any] = {
+        "kind": kind,
+        "warmup": choice(d.get("warmup", "fixed"), "design.warmup", WARMUPS),
+        "warmup_max_s": integer(
+            d.get("warmup_max_s", DEFAULT_WARMUP_MAX_S), "design.warmup_max_s", 10, 3600
+        ),
+        "checkpoint": choice(d.get("checkpoint", "free"), "design.checkpoint", CHECKPOINTS),
+    }
+    mode = choice(
+        d.get("placement", "explicit" if placement is not None else "none"),
+        "design.placement",
+        PLACEMENTS,
+    )
+    if placement is not None:
+        if mode != "explicit":
+            raise fail(
+                "placement",
+                f"a [placement] table with design.placement = {mode!r}",
+                "design.placement = 'explicit' (or leave it out) with a [placement] table",
+            )
+        p = table(placement, "placement")
+        check_keys(p, PLACEMENT_KEYS, "placement")
+        for key in PLACEMENT_KEYS:
+            if key not in p:
+                raise fail(f"placement.{key}", "missing", "a CPU list such as '1' or '0-2,4'")
+            out[key] = string(p[key], f"placement.{key}")
+    elif mode == "explicit":
+        raise fail("design.placement", "'explicit' without a [placement] table", "none, auto")
+    out["placement"] = mode
+    return RunDesign(**out)
+
+
+def apply_short_runs(design: RunDesign, matrix: dict[str, Any], rounds: int) -> tuple[Any, int]:
+    """short-runs: the matrix's duration SHORT_FACTOR times shorter, that many more rounds
+    (the same measuring time). A varying duration is an error: the design sets it."""
+    if design.kind != SHORT_RUNS:
+        return matrix, rounds
+    duration = matrix.get("duration", None)
+    if duration is None:
+        raise fail("matrix.duration", "missing", "design 'short-runs' halves a fixed duration")
+    if isinstance(duration, list) or not isinstance(duration, int) or isinstance(duration, bool):
+        raise fail(
+            "matrix.duration",
+            f"{duration!r} with design 'short-runs'",
+            "one duration in seconds (the design runs it shorter)",
+        )
+    short_s, more_rounds = short_runs_plan(duration, rounds)
+    return {**matrix, "duration": max(1, round(short_s))}, more_rounds
+
+
+def check_design(name: str, *, key: str = "design") -> str:
+    """The design name, or a UserError naming the key and the allowed values."""
+    if name not in DESIGNS:
+        raise UserError(f"{key}: unknown design {name!r}; allowed: {', '.join(DESIGNS)}")
+    return name
+
+
+def check_reference(design: str, variant_ids: Sequence[str], reference: str | None) -> None:
+    """aa-control repeats the reference: it needs one among the variants."""
+    if design == AA_CONTROL and (reference is None or reference not in variant_ids):
+        raise UserError(
+            f"design {AA_CONTROL!r} runs the reference twice per round: set the experiment's "
+            f"reference to one of the variants ({', '.join(sorted(variant_ids))})"
+        )
+
+
+def short_runs_plan(
+    duration_s: float, rounds: int, factor: int = SHORT_FACTOR
+) -> tuple[float, int]:
+    """(duration, rounds) of the short-runs design: the same measuring time in more rounds."""
+    return duration_s / factor, rounds * factor

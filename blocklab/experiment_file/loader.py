@@ -1,0 +1,231 @@
+"""An experiment file from its text to the Experiment: TOML, the overrides of the command
+line, the [experiment] table, then the matrix, excludes and references."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from blocklab.errors import UserError
+from blocklab.experiment_file import design as run_design
+from blocklab.experiment_file import fleet, matrix, selectors
+from blocklab.experiment_file.design import AA_CONTROL
+from blocklab.experiment_file.dimensions import Dimension
+from blocklab.experiment_file.experiment import Experiment, default_seed
+from blocklab.experiment_file.matrix import Combo
+from blocklab.experiment_file.values import check_keys, choice, fail, integer, number, string, table
+from blocklab.model import Variant
+from blocklab.postgres import settings_policy as policies
+
+TOP_KEYS = ("experiment", "matrix", "exclude", "design", "placement", "fleet")
+EXPERIMENT_KEYS = (
+    "name",
+    "description",
+    "seed",
+    "rounds",
+    "reference",
+    "settings_policy",
+    "until_ci_pct",
+    "max_rounds",
+    "time_budget_s",
+)
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+OVERRIDABLE = {"scale": "s", "clients": "c", "duration": "d"}  # matrix key -> name suffix
+DEMO = "demo.toml"  # packaged beside this module
+
+
+def load(path: Path, overrides: Mapping[str, int] | None = None) -> Experiment:
+    """Read, validate and expand an experiment file. Raises UserError on any bad input.
+    `overrides` replace fixed matrix values (OVERRIDABLE, e.g. {"scale": 1}) and name
+    the experiment after them, so its results are stored beside the file's own."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError as e:
+        raise UserError(f"experiment file {str(path)!r} does not exist") from e
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
+        raise UserError(f"experiment file {str(path)!r} cannot be read: {e}") from e
+    return _from_text(text, path, str(path), overrides)
+
+
+def demo(
+    *,
+    rounds: int | None = None,
+    duration_s: int | None = None,
+    scale: int | None = None,
+    clients: int | None = None,
+) -> Experiment:
+    """The built-in experiment (blocklab/spec/demo.toml): PostgreSQL 18, 4 kB vs 8 kB data
+    pages. The numbers change it as --rounds/--duration/--scale/--clients change a file."""
+    text = resources.files("blocklab.experiment_file").joinpath(DEMO).read_text()
+    given = {"scale": scale, "clients": clients, "duration": duration_s}
+    overrides = {k: v for k, v in given.items() if v is not None}
+    exp = _from_text(text, Path(DEMO), None, overrides)
+    return exp if rounds is None else exp.model_copy(update={"rounds": rounds})
+
+
+def _from_text(
+    text: str, path: Path, source: str | None, overrides: Mapping[str, int] | None
+) -> Experiment:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not valid TOML: {e}") from e
+    if overrides:
+        data = _overridden(data, overrides, path)
+    try:
+        return from_dict(data, base=path.resolve().parent, source=source)
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from e
+
+
+def overridden_name(name: str, overrides: Mapping[str, int | None]) -> str:
+    """'page-size' with {"scale": 1, "duration": 2} -> 'page-size-s1-d2'."""
+    parts = [f"{tag}{overrides[k]}" for k, tag in OVERRIDABLE.items() if overrides.get(k)]
+    return "-".join([name, *parts])
+
+
+def _overridden(data: dict[str, Any], overrides: Mapping[str, int], path: Path) -> dict[str, Any]:
+    """A copy of the file's data with fixed matrix values replaced (a varying one is an
+    error: an override must not collapse a dimension the experiment compares)."""
+    values = dict(table(data.get("matrix", {}), "matrix"))
+    for key, value in overrides.items():
+        if key not in OVERRIDABLE:
+            raise UserError(f"--{key}: not an override; allowed: {', '.join(OVERRIDABLE)}")
+        current = values.get(key)
+        if isinstance(current, list) and len(current) > 1:
+            raise UserError(
+                f"--{key}: {path} varies matrix.{key} ({', '.join(map(str, current))}); "
+                f"--{key} replaces a fixed value only (edit the file to change the list)"
+            )
+        values[key] = value
+    head = dict(table(data.get("experiment", {}), "experiment"))
+    if isinstance(head.get("name"), str):
+        head["name"] = overridden_name(head["name"], overrides)
+    return {**data, "experiment": head, "matrix": values}
+
+
+def from_dict(data: dict[str, Any], *, base: Path, source: str | None = None) -> Experiment:
+    """The Experiment of parsed TOML; `base` is where relative paths in it start from.
+    Pure: it reads the files the experiment names, and asks nothing of the machine
+    (blocklab.experiment_file.check_machine does, in plan and run)."""
+    check_keys(data, TOP_KEYS, "")
+    head = table(data.get("experiment", {}), "experiment")
+    check_keys(head, EXPERIMENT_KEYS, "experiment")
+    if "experiment" not in data or "name" not in head:
+        raise fail("experiment.name", "missing", "a short name: letters, digits, . _ -")
+    rd = run_design.parse(data.get("design"), data.get("placement"))
+    meta = _experiment_meta(head)
+    values, meta["rounds"] = run_design.apply_short_runs(
+        rd, table(data.get("matrix", {}), "matrix"), meta["rounds"]
+    )
+    if rd.kind == AA_CONTROL and head.get("reference") is None:
+        raise fail(
+            "experiment.reference",
+            "missing: design 'aa-control' runs the reference twice per round",
+            "a selector such as { block_size = 8 } or a variant label",
+        )
+    dims = matrix.dimensions(values, base)
+    vocab = selectors.Vocabulary.of(dims, matrix.known_values(dims))
+    rules = selectors.excludes(data.get("exclude", []), vocab)
+    combos = selectors.drop_excluded(matrix.combos(dims), rules)
+    meta["run_design"] = rd
+    return _assemble(meta, dims, combos, data, vocab, source)
+
+
+def _experiment_meta(head: dict[str, Any]) -> dict[str, Any]:
+    name = string(head["name"], "experiment.name")
+    if not NAME_RE.match(name):
+        raise fail("experiment.name", f"{name!r} is not a usable name", "letters, digits, . _ -")
+    rounds = integer(head.get("rounds", 5), "experiment.rounds", 1, 10000)
+    meta: dict[str, Any] = {
+        "name": name,
+        "description": string(head.get("description", ""), "experiment.description"),
+        "seed": integer(head["seed"], "experiment.seed", 0, 2**63 - 1)
+        if "seed" in head
+        else default_seed(name),
+        "rounds": rounds,
+        "settings_policy": choice(
+            head.get("settings_policy", "native"), "experiment.settings_policy", policies.POLICIES
+        ),
+        "reference": head.get("reference"),
+    }
+    return meta | _stopping(head, rounds)
+
+
+def _stopping(head: dict[str, Any], rounds: int) -> dict[str, Any]:
+    """The optional adaptive-rounds keys."""
+    out: dict[str, Any] = {}
+    if "until_ci_pct" in head:
+        pct = number(head["until_ci_pct"], "experiment.until_ci_pct")
+        if pct >= 100:
+            raise fail(
+                "experiment.until_ci_pct", f"{pct} is not a useful precision", "0 < pct < 100"
+            )
+        out["until_ci_pct"] = pct
+    if "max_rounds" in head:
+        out["max_rounds"] = integer(head["max_rounds"], "experiment.max_rounds", rounds, 10000)
+    if "time_budget_s" in head:
+        out["time_budget_s"] = number(head["time_budget_s"], "experiment.time_budget_s")
+    return out
+
+
+def _assemble(
+    meta: dict[str, Any],
+    dims: Sequence[Dimension],
+    combos: list[Combo],
+    data: dict[str, Any],
+    vocab: selectors.Vocabulary,
+    source: str | None,
+) -> Experiment:
+    varying = matrix.varying(combos)
+    labels = [matrix.label(c.flat, varying, dims) for c in combos]
+    ref_index = selectors.references(meta["reference"], combos, labels, varying, vocab)
+    policy = meta["settings_policy"]
+    variants = [matrix.to_variant(c, dims, labels[i], policy) for i, c in enumerate(combos)]
+    for v in variants:
+        _check_driver_server(v)
+    ids = [v.variant_id for v in variants]
+    hosts = fleet.host_assignment(data.get("fleet"), combos, ref_index, labels, vocab)
+    return Experiment(
+        **meta,
+        matrix=_normalized(dims),
+        exclude=[_jsonable(r) for r in data.get("exclude", [])],
+        host_variants={h: tuple(ids[i] for i in idx) for h, idx in hosts.items()},
+        variant_list=tuple(variants),
+        reference_map={ids[i]: ids[r] for i, r in enumerate(ref_index)},
+        dims_map={ids[i]: matrix.dims_of(c.flat, varying, dims) for i, c in enumerate(combos)},
+        source=source,
+    )
+
+
+# Drivers that need a newer server than blocklab builds: go-tpc v1.0.12's tpch creates a
+# view with date_add() (PostgreSQL 16+) before its queries, and panics on PostgreSQL 15.
+DRIVER_MIN_PG = {"tpch": 16}
+
+
+def _check_driver_server(v: Variant) -> None:
+    least = DRIVER_MIN_PG.get(v.workload.driver)
+    if least is None or v.build.source != "debian" or not v.build.pg.isdigit():
+        return  # a tarball's or tree's version is known only once it is unpacked
+    if int(v.build.pg) < least:
+        allowed = ", ".join(p for p in ("15", "17", "18") if int(p) >= least)
+        raise fail(
+            "matrix.postgres",
+            f"pg {v.build.pg} cannot run the {v.workload.driver} driver (go-tpc's TPC-H "
+            f"queries need PostgreSQL {least} or newer)",
+            allowed,
+        )
+
+
+def _normalized(dims: Sequence[Dimension]) -> dict[str, Any]:
+    return {d.key: [o.json for o in d.options] for d in dims}
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=str))

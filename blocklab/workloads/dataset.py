@@ -1,0 +1,245 @@
+"""Datasets: initialise once (initdb + the workload driver's load, e.g. `pgbench -i`,
+`sysbench ... prepare`, `go-tpc tpcc prepare`), snapshot the stopped data directory,
+restore the snapshot before every run so that every run starts from identical bytes.
+
+A snapshot lives in `paths.work/datasets/<key>/` with `data/` (and `wal/` when pg_wal is
+separate) and `meta.json`; the completion marker `COMPLETE` is written last, so a
+snapshot directory without it is garbage and is rebuilt. Copies are made with `cp -a`
+(ownership, permissions, symlinks preserved); rsync is not assumed.
+
+The load, for every driver alike (blocklab.workloads.base): the driver's database is
+created unless it is "postgres"; the table fillfactor is set on every table the load
+creates (blocklab.workloads.fillfactor's event trigger) unless the driver's own load sets
+it (pgbench -F); the index fillfactor, when given, is set on every B-tree index and
+applied with REINDEX; VACUUM (ANALYZE) when the driver asks for it. Then every table's
+and index's reloptions and bytes are read from the catalogue into the snapshot's meta.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from blocklab import faults, proc
+from blocklab.model import DatasetRequest
+from blocklab.paths import Paths, ensure_dir, safe_remove_tree, tree_size_bytes
+from blocklab.postgres.cluster import Cluster, clear_dir, private_dir
+from blocklab.postgres.sources import file_lock
+from blocklab.workloads import drivers, fillfactor
+from blocklab.workloads.base import WorkloadDriver, endpoint
+
+MARKER = "COMPLETE"
+META = "meta.json"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    key: str
+    root: Path
+    has_wal: bool
+    scale: int
+    fillfactor: int
+    init_s: float  # initdb + start + pgbench -i + stop
+    pgbench_init_s: float  # pgbench -i alone
+    snapshot_s: float  # copying the stopped data directory into the snapshot
+    size_bytes: int
+    driver: str = drivers.DEFAULT
+    options: dict[str, Any] = field(default_factory=dict)  # the driver's size keys
+    index_fillfactor: int | None = None
+    # every table and index after the load: name, kind, reloptions, bytes
+    relations: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def table_bytes(self) -> int:
+        return sum(r["bytes"] for r in self.relations if r["kind"] == "table")
+
+    @property
+    def index_bytes(self) -> int:
+        return sum(r["bytes"] for r in self.relations if r["kind"] == "index")
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def wal(self) -> Path | None:
+        return self.root / "wal" if self.has_wal else None
+
+
+@dataclass(frozen=True)
+class Restored:
+    restore_s: float  # clearing the target and copying the snapshot in
+    sync_s: float  # flushing the copied bytes to the device
+
+
+def snapshot_root(paths: Paths, key: str) -> Path:
+    return paths.work / "datasets" / key
+
+
+def lock(
+    paths: Paths, key: str, on_wait: Callable[[], None] | None = None
+) -> AbstractContextManager[None]:
+    """An flock for making the dataset `key`: hold it around load() and create(), so that
+    a second process waits for the first and then finds the snapshot complete (and never
+    removes one that is being made)."""
+    return file_lock(paths.work / "datasets" / f".{key}.lock", on_wait)
+
+
+def load(paths: Paths, key: str) -> Snapshot | None:
+    """The complete snapshot for `key`, or None (an incomplete one is removed)."""
+    root = snapshot_root(paths, key)
+    if not (root / MARKER).exists():
+        safe_remove_tree(root, [paths.work])
+        return None
+    meta = json.loads((root / META).read_text())
+    return Snapshot(root=root, **meta)
+
+
+def create(
+    cluster: Cluster,
+    req: DatasetRequest,
+    *,
+    paths: Paths,
+    key: str,
+    wal_segsize_mb: int,
+    data_checksums: bool,
+    driver: WorkloadDriver | None = None,
+) -> Snapshot:
+    """initdb, start, the driver's load (see the module's docstring; the dataset's driver
+    when None), stop, snapshot. The cluster's data (and WAL) directories are emptied
+    first; the server is stopped on any failure."""
+    driver = driver or drivers.for_dataset(req)
+    root = snapshot_root(paths, key)
+    safe_remove_tree(root, [paths.work])
+    cluster.remove_data()
+    t0 = time.monotonic()
+    cluster.initdb(wal_segsize_mb=wal_segsize_mb, data_checksums=data_checksums)
+    cluster.write_settings({})
+    try:
+        cluster.start()
+        t1 = time.monotonic()
+        faults.step("dataset_load")
+        relations = _load(cluster, driver, req)
+        pgbench_init_s = time.monotonic() - t1
+    finally:
+        cluster.stop()
+    init_s = time.monotonic() - t0
+    t2 = time.monotonic()
+    faults.step("snapshot")
+    ensure_dir(root)
+    copy_tree(cluster.data_dir, root / "data")
+    if cluster.wal_dir is not None:
+        copy_tree(cluster.wal_dir, root / "wal")
+    snap = Snapshot(
+        key=key,
+        root=root,
+        has_wal=cluster.wal_dir is not None,
+        scale=req.scale,
+        fillfactor=req.fillfactor,
+        init_s=init_s,
+        pgbench_init_s=pgbench_init_s,
+        snapshot_s=time.monotonic() - t2,
+        size_bytes=tree_size_bytes(root),
+        driver=req.driver,
+        options=dict(req.options),
+        index_fillfactor=req.index_fillfactor,
+        relations=relations,
+    )
+    _write_meta(snap)
+    return snap
+
+
+def _load(cluster: Cluster, driver: WorkloadDriver, req: DatasetRequest) -> list[dict[str, Any]]:
+    """The driver's load into the running cluster, with fillfactors; the relations."""
+    db = driver.database
+    if db != "postgres":
+        cluster.psql(f'CREATE DATABASE "{db}"')
+    trigger = not driver.sets_fillfactor and req.fillfactor < 100
+    if trigger:
+        cluster.psql(fillfactor.install_trigger_sql(req.fillfactor), dbname=db)
+    for argv in driver.init_commands(cluster.inst, endpoint(cluster), req):
+        proc.run(argv, timeout_s=24 * 3600)
+    if trigger:
+        cluster.psql(fillfactor.drop_trigger_sql(), dbname=db)
+    if req.index_fillfactor is not None:
+        sql = fillfactor.index_fillfactor_sql(req.index_fillfactor)
+        cluster.psql(sql, dbname=db, timeout_s=24 * 3600)
+    if driver.vacuum_after_load:
+        cluster.psql("VACUUM (ANALYZE)", dbname=db, timeout_s=24 * 3600)
+    return fillfactor.parse_relations(cluster.psql(fillfactor.RELATIONS_SQL, dbname=db))
+
+
+def _write_meta(snap: Snapshot) -> None:
+    meta: dict[str, Any] = asdict(snap)
+    meta.pop("root")
+    (snap.root / META).write_text(json.dumps(meta, indent=1))
+    (snap.root / MARKER).write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n")
+
+
+def restore(snapshot: Snapshot, data_dir: Path, wal_dir: Path | None = None) -> Restored:
+    """Make `data_dir` (and `wal_dir`) byte-identical to the snapshot; the server must be
+    stopped. The copied bytes are synced so they are not flushed during the measurement."""
+    if (wal_dir is None) != (snapshot.wal is None):
+        raise ValueError("the snapshot and the target disagree about a separate WAL directory")
+    t0 = time.monotonic()
+    _replace_contents(snapshot.data, data_dir)
+    if wal_dir is not None and snapshot.wal is not None:
+        _replace_contents(snapshot.wal, wal_dir)
+        _point_pg_wal(data_dir, wal_dir)
+    t1 = time.monotonic()
+    for d in (data_dir, wal_dir):
+        if d is not None:
+            proc.run(["sync", "-f", str(d)], timeout_s=3600)
+    return Restored(restore_s=t1 - t0, sync_s=time.monotonic() - t1)
+
+
+def _replace_contents(source: Path, target: Path) -> None:
+    private_dir(target, None)
+    clear_dir(target)
+    proc.run(["cp", "-a", "--", f"{source}/.", f"{target}/"], timeout_s=24 * 3600)
+    st = source.stat()
+    os.chown(target, st.st_uid, st.st_gid)
+    os.chmod(target, st.st_mode & 0o7777)
+
+
+def _point_pg_wal(data_dir: Path, wal_dir: Path) -> None:
+    link = data_dir / "pg_wal"
+    if link.is_symlink() and Path(os.readlink(link)) == wal_dir:
+        return
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(wal_dir)
+    st = wal_dir.stat()
+    os.chown(link, st.st_uid, st.st_gid, follow_symlinks=False)
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """cp -a source target (target must not exist)."""
+    proc.run(["cp", "-a", "--", str(source), str(target)], timeout_s=24 * 3600)
+
+
+def tree_digest(path: Path) -> str:
+    """SHA-256 over every file's relative path, mode, owner and bytes (symlink targets
+    too), in sorted order: equal digests mean identical trees."""
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(root, d))]):
+            full = os.path.join(root, name)
+            st = os.lstat(full)
+            rel = os.path.relpath(full, path)
+            h.update(f"{rel}\0{st.st_mode:o}\0{st.st_uid}\0{st.st_gid}\0".encode())
+            if os.path.islink(full):
+                h.update(os.readlink(full).encode())
+            else:
+                with open(full, "rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        h.update(chunk)
+    return h.hexdigest()
