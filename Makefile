@@ -24,7 +24,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 TOOLS_BIN := $(CURDIR)/.tools/bin
 GO_TPC_VERSION := $(shell awk '$$1 == "require" && $$2 == "github.com/pingcap/go-tpc" {print $$3}' tools/go-tpc/go.mod)
 
-.PHONY: setup apt apt-missing venv tools demo test lint typecheck pytest clean-state
+.PHONY: setup apt apt-missing venv tools demo test check lint typecheck pytest clean-state
 
 setup: apt venv tools
 
@@ -70,11 +70,17 @@ demo: setup
 lint: venv
 	$(VENV)/bin/ruff check --no-cache blocklab tests bench
 	$(VENV)/bin/ruff format --no-cache --check blocklab tests bench
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: venv
 	$(VENV)/bin/mypy
 
 pytest: setup
-	$(VENV)/bin/pytest -ra $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -ra --durations=25 $(PYTEST_ARGS)
 
 test: setup lint typecheck pytest
+
+# The edit loop: lint, types, the import contract and the tests that need no PostgreSQL
+# build, no root and no browser (a few minutes; `make test` runs everything).
+check: venv lint typecheck
+	$(VENV)/bin/pytest -q -m "not build and not root and not browser" $(PYTEST_ARGS)

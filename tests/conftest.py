@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pg_results import pg_server, pg_uri, store  # noqa: F401 - fixtures shared by the store, fleet and summary tests
 
 from blocklab.paths import Paths, ensure_dir
 
@@ -40,8 +41,8 @@ def paths() -> Iterator[Paths]:
 @pytest.fixture(scope="session")
 def pg18_4k(paths: Paths):  # type: ignore[no-untyped-def]
     """A real PostgreSQL 18 build with 4 kB pages and 4 kB WAL blocks (cached)."""
-    from blocklab.build import ensure_build
     from blocklab.model import BuildRequest
+    from blocklab.postgres.build import ensure_build
 
     return ensure_build(BuildRequest(pg="18", block_size_kb=4, wal_block_size_kb=4), paths)
 
@@ -49,8 +50,8 @@ def pg18_4k(paths: Paths):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def pg18_8k(paths: Paths):  # type: ignore[no-untyped-def]
     """A real PostgreSQL 18 build with the default 8 kB pages and 8 kB WAL blocks (cached)."""
-    from blocklab.build import ensure_build
     from blocklab.model import BuildRequest
+    from blocklab.postgres.build import ensure_build
 
     return ensure_build(BuildRequest(pg="18", block_size_kb=8, wal_block_size_kb=8), paths)
 
@@ -59,8 +60,8 @@ def pg18_8k(paths: Paths):  # type: ignore[no-untyped-def]
 def pg18_demo_4k(paths: Paths):  # type: ignore[no-untyped-def]
     """The demo's other build: 4 kB pages, 8 kB WAL blocks (cached). Tests that run
     `blocklab run` on the demo under a timeout ask for it, so the run never builds."""
-    from blocklab.build import ensure_build
     from blocklab.model import BuildRequest
+    from blocklab.postgres.build import ensure_build
 
     return ensure_build(BuildRequest(pg="18", block_size_kb=4, wal_block_size_kb=8), paths)
 
@@ -68,9 +69,24 @@ def pg18_demo_4k(paths: Paths):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def pg15_system():  # type: ignore[no-untyped-def]
     """Debian's packaged PostgreSQL 15 binaries (installed by `make setup`)."""
-    from blocklab.installation import Installation
+    from blocklab.postgres.installation import Installation
 
     inst = Installation.system(15)
     if not inst.bin("postgres").exists():
         pytest.fail("Debian's postgresql-15 is missing: run `make setup`")
     return inst
+
+
+BUILD_FIXTURES = {"pg18_4k", "pg18_8k", "pg18_demo_4k"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for a real build (directly or through another fixture) is a
+    `build` test, marked or not: `make check` (-m "not build") never compiles PostgreSQL."""
+    for item in items:
+        asked = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None:  # request.getfixturevalue(param) of a parametrized test
+            asked |= {v for v in callspec.params.values() if isinstance(v, str)}
+        if BUILD_FIXTURES & asked:
+            item.add_marker(pytest.mark.build)

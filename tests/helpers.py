@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -11,9 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from blocklab import proc
-from blocklab.cluster import Cluster, server_user
-from blocklab.installation import Installation
 from blocklab.paths import Paths
+from blocklab.postgres.cluster import Cluster, server_user
+from blocklab.postgres.installation import Installation
 from blocklab.report import make_server
 from blocklab.state import State
 from blocklab.store import ResultsDB
@@ -96,7 +97,7 @@ def recorded_catalogue(block_kb: int):  # type: ignore[no-untyped-def]
     and WAL block sizes (4 or 8 kB), replayed."""
     import json
 
-    from blocklab import settings_catalogue
+    from blocklab.postgres import settings_catalogue
 
     path = DATA / "settings" / f"pg18-bs{block_kb}k-wal{block_kb}k.json"
     return settings_catalogue.parse(json.loads(path.read_text()))
@@ -150,3 +151,16 @@ def kill_postmaster_after(
     t = threading.Thread(target=killer)
     t.start()
     return t, killed
+
+
+def postgres_running_in(data_dir: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.readlink(entry / "cwd") == os.path.realpath(data_dir):
+                stat = (entry / "stat").read_text()
+                if stat.rsplit(")", 1)[1].split()[0] != "Z":
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found

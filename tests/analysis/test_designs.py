@@ -1,4 +1,4 @@
-"""Designs (blocklab.designs): round orders and the analysis that matches each, checked
+"""Designs (blocklab.execution.designs): round orders and the analysis that matches each, checked
 by simulating rounds on a drifting, noisy machine."""
 
 from __future__ import annotations
@@ -10,10 +10,13 @@ from collections.abc import Callable
 import pytest
 from scipy import stats as sps
 
-from blocklab import designs
-from blocklab.designs import AA_CONTROL, ABBA, DESIGNS, PAIRED, SHORT_RUNS, Slot
+from blocklab.analysis import designs as analysis_designs
+from blocklab.analysis.stats import NO_DIFFERENCE
 from blocklab.errors import UserError
-from blocklab.stats import NO_DIFFERENCE
+from blocklab.execution import orders
+from blocklab.execution.orders import Slot
+from blocklab.experiment_file import design as designs
+from blocklab.experiment_file.design import AA_CONTROL, ABBA, DESIGNS, PAIRED, SHORT_RUNS
 
 IDS = ["ref", "new"]
 
@@ -25,30 +28,30 @@ def test_bad_design_name_lists_the_allowed_values() -> None:
     assert "experiment.design" in msg and "'ab-ba'" in msg
     assert all(name in msg for name in DESIGNS)
     with pytest.raises(UserError, match="allowed: paired"):
-        designs.round_slots("nope", IDS, reference="ref", seed=1, round_no=1)
+        orders.round_slots("nope", IDS, reference="ref", seed=1, round_no=1)
     with pytest.raises(UserError, match="allowed: paired"):
-        designs.analyse("nope", {}, reference="ref")
+        analysis_designs.analyse("nope", {}, reference="ref")
 
 
 def test_aa_control_needs_a_reference_among_the_variants() -> None:
     for ref in (None, "other"):
         with pytest.raises(UserError, match="reference") as e:
-            designs.round_slots(AA_CONTROL, IDS, reference=ref, seed=1, round_no=1)
+            orders.round_slots(AA_CONTROL, IDS, reference=ref, seed=1, round_no=1)
         assert "new, ref" in str(e.value)
-    designs.round_slots(PAIRED, IDS, reference=None, seed=1, round_no=1)  # paired needs none
+    orders.round_slots(PAIRED, IDS, reference=None, seed=1, round_no=1)  # paired needs none
 
 
 def test_round_slots_per_design_are_reproducible() -> None:
     for design in DESIGNS:
-        a = designs.round_slots(design, IDS, reference="ref", seed=5, round_no=3)
-        b = designs.round_slots(design, list(reversed(IDS)), reference="ref", seed=5, round_no=3)
+        a = orders.round_slots(design, IDS, reference="ref", seed=5, round_no=3)
+        b = orders.round_slots(design, list(reversed(IDS)), reference="ref", seed=5, round_no=3)
         assert a == b
-        assert len(a) == designs.runs_per_round(design, 2)
-    abba = designs.round_slots(ABBA, ["a", "b", "c"], reference="a", seed=1, round_no=1)
+        assert len(a) == orders.runs_per_round(design, 2)
+    abba = orders.round_slots(ABBA, ["a", "b", "c"], reference="a", seed=1, round_no=1)
     ids = [s.variant_id for s in abba]
     assert ids == list(reversed(ids)) and sorted(ids[:3]) == ["a", "b", "c"]
     assert [s.copy for s in abba] == [0, 0, 0, 1, 1, 1]
-    aa = designs.round_slots(AA_CONTROL, IDS, reference="ref", seed=1, round_no=1)
+    aa = orders.round_slots(AA_CONTROL, IDS, reference="ref", seed=1, round_no=1)
     assert sorted(aa, key=lambda s: (s.variant_id, s.copy)) == [
         Slot("new"),
         Slot("ref", 0),
@@ -56,7 +59,7 @@ def test_round_slots_per_design_are_reproducible() -> None:
     ]
     # over rounds every order appears (which copy runs first too): drawn, not fixed
     firsts = {
-        tuple(designs.round_slots(AA_CONTROL, IDS, reference="ref", seed=1, round_no=r))
+        tuple(orders.round_slots(AA_CONTROL, IDS, reference="ref", seed=1, round_no=r))
         for r in range(1, 40)
     }
     assert len(firsts) == 6  # 3! orders of new, ref copy 0, ref copy 1
@@ -78,7 +81,7 @@ def simulate(
     noise: float,
     level_sd: float = 0.05,
     slots_of: Callable[[int], list[Slot]] | None = None,
-) -> designs.Values:
+) -> analysis_designs.Values:
     """tps of every run: a base level per round (shared), a drift along the round's slots
     (log scale), the variant's true effect and run-to-run noise."""
     rng = random.Random(seed)
@@ -87,7 +90,7 @@ def simulate(
         slots = (
             slots_of(r)
             if slots_of
-            else designs.round_slots(design, list(effect), reference="ref", seed=seed, round_no=r)
+            else orders.round_slots(design, list(effect), reference="ref", seed=seed, round_no=r)
         )
         level = rng.gauss(0, level_sd)
         by_copy: dict[tuple[str, int], float] = {}
@@ -121,7 +124,7 @@ def _aa_false_positive_rate(
             noise=0.02,
             slots_of=(lambda r, s=seed: slots_of(s, r)) if slots_of else None,
         )
-        aa = designs.analyse(AA_CONTROL, values, reference="ref").aa
+        aa = analysis_designs.analyse(AA_CONTROL, values, reference="ref").aa
         assert aa is not None and aa.n_pairs == 6
         hits += aa.verdict != NO_DIFFERENCE
     return hits / SEEDS
@@ -140,7 +143,7 @@ def test_aa_arm_labelled_by_run_order_would_fail_the_check() -> None:
     # drift then separates them and the A/A check fires far above 5 %. This is what the
     # drawn, counterbalanced labelling in round_slots prevents; the check above can fail.
     def first_copy_first(seed: int, r: int) -> list[Slot]:
-        slots = designs.round_slots(AA_CONTROL, IDS, reference="ref", seed=seed, round_no=r)
+        slots = orders.round_slots(AA_CONTROL, IDS, reference="ref", seed=seed, round_no=r)
         refs = iter([Slot("ref", 0), Slot("ref", 1)])
         return [next(refs) if s.variant_id == "ref" else s for s in slots]
 
@@ -159,11 +162,11 @@ def test_abba_cancels_a_linear_drift_that_biases_a_then_b() -> None:
         noise=0.002,
         slots_of=lambda r: [Slot("ref"), Slot("new")],
     )
-    biased = designs.analyse(PAIRED, a_then_b, reference="ref").comparisons["new"]
+    biased = analysis_designs.analyse(PAIRED, a_then_b, reference="ref").comparisons["new"]
     assert biased.gain_pct == pytest.approx(2.0, abs=0.3)
     assert biased.verdict != NO_DIFFERENCE  # a false "faster"
     abba = simulate(ABBA, 1, rounds=8, effect=effect, drift_per_slot=0.02, noise=0.002)
-    fair = designs.analyse(ABBA, abba, reference="ref").comparisons["new"]
+    fair = analysis_designs.analyse(ABBA, abba, reference="ref").comparisons["new"]
     assert fair.n_pairs == 8
     assert fair.gain_pct == pytest.approx(0.0, abs=0.2)
     assert fair.ci95_low is not None and fair.ci95_high is not None
@@ -174,13 +177,13 @@ def test_abba_finds_a_true_effect_under_drift() -> None:
     values = simulate(
         ABBA, 3, rounds=8, effect={"ref": 1.0, "new": 1.04}, drift_per_slot=0.03, noise=0.005
     )
-    c = designs.analyse(ABBA, values, reference="ref").comparisons["new"]
+    c = analysis_designs.analyse(ABBA, values, reference="ref").comparisons["new"]
     assert c.gain_pct == pytest.approx(4.0, abs=0.5) and c.up
 
 
 def test_abba_drops_a_round_with_half_a_palindrome() -> None:
     values = {"ref": {1: [100.0, 102.0], 2: [100.0]}, "new": {1: [110.0, 111.0], 2: [1.0, 2.0]}}
-    c = designs.analyse(ABBA, values, reference="ref").comparisons["new"]
+    c = analysis_designs.analyse(ABBA, values, reference="ref").comparisons["new"]
     assert c.n_pairs == 1
 
 
@@ -189,7 +192,7 @@ def test_paired_designs_compare_one_run_per_round(design: str) -> None:
     values = simulate(
         design, 4, rounds=6, effect={"ref": 1.0, "new": 1.1}, drift_per_slot=0, noise=0.01
     )
-    result = designs.analyse(design, values, reference="ref")
+    result = analysis_designs.analyse(design, values, reference="ref")
     assert result.aa is None
     c = result.comparisons["new"]
     assert c.n_pairs == 6 and c.gain_pct == pytest.approx(10, abs=2) and c.up

@@ -1,5 +1,5 @@
 """Summary and report of a fleet's runs: one per host, rounds paired within a host only,
-the same on SQLite and PostgreSQL (a real server, tests/test_results_postgres.py)."""
+the same on SQLite and PostgreSQL (a real server, tests/store/test_results_postgres.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_results_postgres import _register, _run, pg_server, pg_uri, store  # noqa: F401
+from pg_results import _register, _run
 
+from blocklab.analysis.summary import summarize_by_host, summarize_experiment
 from blocklab.errors import UserError
 from blocklab.report import data
 from blocklab.store import ResultsStore
-from blocklab.summary import summarize_by_host, summarize_experiment
 
 # host -> variant -> tps per round; pairing across hosts would pair 100 with 1000
 TPS = {

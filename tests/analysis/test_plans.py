@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from blocklab import plans
 from blocklab.errors import UserError
+from blocklab.workloads import plans
 
-DATA = Path(__file__).parent / "data" / "plans"
+DATA = Path(__file__).parents[1] / "data" / "plans"
 
 
 def recorded(setting: str) -> dict[str, Any]:

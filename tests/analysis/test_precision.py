@@ -1,4 +1,4 @@
-"""The precision model (blocklab.precision) against outside oracles and simulation."""
+"""The precision model (blocklab.analysis.precision) against outside oracles and simulation."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.power import TTestPower
 
-from blocklab import precision
-from blocklab.stats import compare_paired
+from blocklab.analysis import precision
+from blocklab.analysis.stats import compare_paired
 
 
 @pytest.mark.parametrize("n", [2, 3, 6, 10, 30, 200])

@@ -1,4 +1,4 @@
-"""blocklab.stats against outside oracles: printed t tables, constants and scipy."""
+"""blocklab.analysis.stats against outside oracles: printed t tables, constants and scipy."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from blocklab import stats
+from blocklab.analysis import stats
 
 # Reference (8 kB) and variant (4 kB) tps of five paired rounds.
 REF = {1: 1021.3, 2: 998.7, 3: 1043.2, 4: 1010.5, 5: 987.9}

@@ -12,11 +12,12 @@ from helpers import small_experiment
 from report_fixture import write_synthetic_results
 from rich.console import Console
 
-from blocklab import stats, units
-from blocklab.metrics import metric_info
+from blocklab import units
+from blocklab.analysis import stats
+from blocklab.analysis.metrics import metric_info
+from blocklab.analysis.summary import ExperimentSummary, VariantSummary, summarize_experiment
+from blocklab.analysis.summary_table import print_summary
 from blocklab.store import ResultsDB, RunRecord
-from blocklab.summary import ExperimentSummary, VariantSummary, summarize_experiment
-from blocklab.summary_table import print_summary
 
 WIDTHS = (80, 120, 200)
 METRICS = ("tps", "hot_update_ratio", "device_data_write_bytes_per_xact", "wal_bytes_per_xact")
@@ -206,8 +207,8 @@ def test_identical_ratios_are_undetermined_and_sizes_fit_80_columns(recorded: Re
 def test_a_comparison_without_a_paired_round_prints_no_value() -> None:
     """A side metric with no paired round (a variant never measured it) has no estimate:
     its cell is the no-value mark, not a crash (seen on the TPC-H-like example)."""
-    from blocklab import stats
-    from blocklab.summary_table import gain_text
+    from blocklab.analysis import stats
+    from blocklab.analysis.summary_table import gain_text
     from blocklab.units import NO_VALUE
 
     c = stats.Comparison(

@@ -23,8 +23,8 @@ from pathlib import Path
 import psycopg
 
 from blocklab import proc
-from blocklab.cluster import Cluster, server_user
-from blocklab.installation import Installation
+from blocklab.postgres.cluster import Cluster, server_user
+from blocklab.postgres.installation import Installation
 from blocklab.state import State
 from blocklab.workloads import tools
 

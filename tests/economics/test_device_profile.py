@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import device_store, fio, proc
+from blocklab import proc
 from blocklab.cli import main
-from blocklab.device_profile import parse_size
+from blocklab.economics import device_store, fio
+from blocklab.economics.device_profile import parse_size
 from blocklab.errors import UserError
 from blocklab.paths import Paths
 from blocklab.store import SCHEMA_VERSION, ResultsDB
 from blocklab.store.sqlite import MIGRATIONS
 
-DATA = Path(__file__).parent / "data" / "fio"
+DATA = Path(__file__).parents[1] / "data" / "fio"
 
 
 def test_parse_recorded_randread() -> None:

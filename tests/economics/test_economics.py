@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import economics
 from blocklab.cli import main
-from blocklab.economics import GIB, Device
-from blocklab.economics_input import parse_iops, parse_page_sizes, prices_from_toml
+from blocklab.economics import rule as economics
+from blocklab.economics.inputs import parse_iops, parse_page_sizes, prices_from_toml
+from blocklab.economics.rule import GIB, Device
 from blocklab.errors import UserError
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import placement
+from blocklab.execution import placement
 from blocklab.paths import Paths, ensure_dir
 
 pytestmark = [pytest.mark.build, pytest.mark.root]
@@ -117,8 +117,8 @@ def test_abba_round_with_placement_stores_copies_and_the_cpus(
     assert "server CPU seconds per transaction" in out
     assert "WAL bytes per transaction" in out
     # the comparison pairs each round's geometric means: 2 pairs, not 4
+    from blocklab.analysis.summary import summarize_experiment
     from blocklab.store.factory import open_results
-    from blocklab.summary import summarize_experiment
 
     with open_results(str(results), create=False) as db:
         s = summarize_experiment(db, "abba-real")
@@ -147,8 +147,8 @@ def test_aa_control_reports_the_noise_floor(paths: Paths, pg18_4k, pg18_8k) -> N
 def test_placement_that_cannot_be_applied_is_reported(paths: Paths, pg18_4k) -> None:  # type: ignore[no-untyped-def]
     """A CPU gone between plan and run (here: one the machine never had, given to the
     runner directly): the run goes on unplaced and its record says why."""
-    from blocklab.controls import RunControls
-    from blocklab.lab import Lab
+    from blocklab.execution.controls import RunControls
+    from blocklab.execution.lab import Lab
     from blocklab.model import BuildRequest, DatasetRequest, Variant, WorkloadRequest
     from blocklab.state import State
 

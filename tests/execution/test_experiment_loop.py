@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import plan, spec
-from blocklab.experiment import Loop, StoppingRule, register
+from blocklab import experiment_file as spec
+from blocklab.analysis.summary import summarize_experiment
+from blocklab.execution import orders
+from blocklab.execution.experiment import Loop, StoppingRule, register
 from blocklab.store import ResultsDB, RunRecord
-from blocklab.summary import summarize_experiment
 from blocklab.workloads import pgbench
 
-DATA = Path(__file__).parent / "data" / "pgbench"
+DATA = Path(__file__).parents[1] / "data" / "pgbench"
 
 
 def _experiment(rounds: int = 3) -> spec.Experiment:
@@ -86,7 +87,7 @@ def test_rounds_run_every_variant_once_in_the_seeded_order(db: ResultsDB) -> Non
     ids = [v.variant_id for v in variants]
     for r in (1, 2, 3):
         in_round = [vid for vid, rn in lab.calls if rn == r]
-        assert in_round == plan.round_order(ids, exp.seed, r)
+        assert in_round == orders.round_order(ids, exp.seed, r)
         assert sorted(in_round) == sorted(ids)
     stored = [(row["variant_id"], row["round"]) for row in db.runs("loop")]
     assert len(stored) == len(set(stored)) == 9
@@ -115,8 +116,8 @@ def test_resume_keeps_stored_runs_discards_partial_ones_and_duplicates_none(
     done: set[tuple[str, int]] = set()
     loop.run_round(1, done)
     # an interrupted invocation left the raw directory of a run it never stored
-    order2 = plan.round_order([v.variant_id for v in variants], exp.seed, 2)
-    from blocklab.experiment import raw_dir_for
+    order2 = orders.round_order([v.variant_id for v in variants], exp.seed, 2)
+    from blocklab.execution.experiment import raw_dir_for
 
     partial = raw_dir_for(db.directory, "loop", 2, exp.variant(order2[0]))
     partial.mkdir(parents=True)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from faults_helpers import blocklab, env_for, nothing_left, own_home, release_home, stored_runs
 
-from blocklab.installation import Installation
 from blocklab.paths import Paths, ensure_dir
+from blocklab.postgres.installation import Installation
 
 pytestmark = [pytest.mark.build, pytest.mark.root, pytest.mark.faults]
 

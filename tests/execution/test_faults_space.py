@@ -36,7 +36,7 @@ from blocklab.storage.cleanup import release_report
 
 pytestmark = [pytest.mark.build, pytest.mark.root, pytest.mark.faults]
 
-DATA = Path(__file__).parent / "data" / "faults"
+DATA = Path(__file__).parents[1] / "data" / "faults"
 MIB = 1024 * 1024
 
 FULL_VOLUME = """

@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
-from blocklab import faults, results_space, run_lock
+from blocklab import faults
+from blocklab.analysis.summary import grouped_reasons
 from blocklab.errors import BusyError, ResultsFullError
-from blocklab.runner import no_space_on
-from blocklab.summary import grouped_reasons
+from blocklab.execution import run_lock
+from blocklab.execution.runner import no_space_on
+from blocklab.store import results_space
 
 
 def test_kill_point_specs() -> None:
@@ -97,7 +99,7 @@ def test_the_results_guard_names_a_full_disk(tmp_path: Path) -> None:
 def test_free_space_of_a_raw_directory_not_made_yet(tmp_path: Path) -> None:
     """A PostgreSQL store's raw directory exists only after its first run: the room is
     that of the file system it will be made on (the fleet's agents met this)."""
-    from blocklab import results_space
+    from blocklab.store import results_space
 
     later = tmp_path / "raw" / "not" / "yet"
     assert results_space.free_bytes(later) > 0

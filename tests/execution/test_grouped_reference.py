@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from helpers import small_experiment
 
+from blocklab.analysis.summary import summarize_experiment
 from blocklab.report.data import load_experiment
 from blocklab.store import ResultsDB, RunRecord
-from blocklab.summary import summarize_experiment
 
 # variant -> (clients, wal_kb, tps per round); the 4 kB WAL variant is about 10 % up on
 # its own client count's reference in every round (not exactly: zero variance would be

@@ -1,4 +1,4 @@
-"""CPU placement (blocklab.placement): the decision, validation, and a real pgbench run
+"""CPU placement (blocklab.execution.placement): the decision, validation, and a real pgbench run
 against a real server whose processes are placed and watched through /proc."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from helpers import running_cluster
 
-from blocklab import placement, proc
+from blocklab import proc
 from blocklab.errors import UserError
+from blocklab.execution import placement
 from blocklab.paths import Paths
 
 

@@ -6,37 +6,38 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import plan, spec
+from blocklab import experiment_file as spec
 from blocklab.cli import main
+from blocklab.execution import orders, plan
 
 IDS = [f"v{i:02d}" for i in range(7)]
 
 
 def test_each_round_is_a_permutation_and_reproducible() -> None:
-    orders = [plan.round_order(IDS, 42, r) for r in range(1, 21)]
-    for r, order in enumerate(orders, start=1):
+    drawn = [orders.round_order(IDS, 42, r) for r in range(1, 21)]
+    for r, order in enumerate(drawn, start=1):
         assert sorted(order) == sorted(IDS)
-        assert plan.round_order(IDS, 42, r) == order
-        assert plan.round_order(list(reversed(IDS)), 42, r) == order  # caller order irrelevant
-    assert len({tuple(o) for o in orders}) > 10  # fresh orders, not one order repeated
-    assert plan.round_order(IDS, 43, 1) != plan.round_order(IDS, 42, 1) or (
-        plan.round_order(IDS, 43, 2) != plan.round_order(IDS, 42, 2)
+        assert orders.round_order(IDS, 42, r) == order
+        assert orders.round_order(list(reversed(IDS)), 42, r) == order  # caller order irrelevant
+    assert len({tuple(o) for o in drawn}) > 10  # fresh orders, not one order repeated
+    assert orders.round_order(IDS, 43, 1) != orders.round_order(IDS, 42, 1) or (
+        orders.round_order(IDS, 43, 2) != orders.round_order(IDS, 42, 2)
     )
 
 
 def test_round_order_is_stable_across_processes() -> None:
     # random.Random(str) seeds from the string's bytes, not hash(): no PYTHONHASHSEED effect.
-    assert plan.round_order(["a", "b", "c", "d"], 1, 1) == ["c", "a", "b", "d"]
+    assert orders.round_order(["a", "b", "c", "d"], 1, 1) == ["c", "a", "b", "d"]
 
 
 def test_every_variant_leads_some_round() -> None:
-    firsts = {plan.round_order(IDS, 7, r)[0] for r in range(1, 200)}
+    firsts = {orders.round_order(IDS, 7, r)[0] for r in range(1, 200)}
     assert firsts == set(IDS)
 
 
 def test_round_order_refuses_duplicates() -> None:
     with pytest.raises(ValueError):
-        plan.round_order(["a", "a"], 1, 1)
+        orders.round_order(["a", "a"], 1, 1)
 
 
 def test_describe_the_demo() -> None:
@@ -59,7 +60,7 @@ def test_describe_the_demo() -> None:
 
 
 def test_describe_shares_builds_and_datasets_across_clients() -> None:
-    exp = spec.load(Path(__file__).parent.parent / "examples" / "wal-block-clients.toml")
+    exp = spec.load(Path(__file__).parents[2] / "examples" / "wal-block-clients.toml")
     p = plan.describe(exp)
     assert len(p.variants) == 8 and len(p.builds) == 2 and p.datasets == 2
 
@@ -79,7 +80,7 @@ def test_plan_command_prints_and_builds_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BLOCKLAB_CACHE", str(tmp_path / "empty-cache"))
-    example = Path(__file__).parent.parent / "examples" / "page-size.toml"
+    example = Path(__file__).parents[2] / "examples" / "page-size.toml"
     assert main(["plan", str(example)]) == 0
     out = capsys.readouterr().out
     for text in ("3 variants", "bs=2k", "reference", "15 runs", "round 1 order", "ETA"):

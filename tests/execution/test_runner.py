@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 from helpers import kill_postmaster_after
+from helpers import postgres_running_in as _postgres_running_in
 
-from blocklab import dataset
-from blocklab.installation import Installation
-from blocklab.lab import Lab
+from blocklab.execution.lab import Lab
 from blocklab.model import BuildRequest, DatasetRequest, Variant, WorkloadRequest
 from blocklab.paths import Paths
+from blocklab.postgres.installation import Installation
 from blocklab.state import State
 from blocklab.store import ResultsDB, RunRecord
-from blocklab.workloads import pgbench
+from blocklab.workloads import dataset, pgbench
 
 PG15 = BuildRequest(pg="15")
 DURATION_S = 3
@@ -86,19 +86,6 @@ def _register(db: ResultsDB, variants: list[Variant]) -> None:
         host={},
         variants=[(v.variant_id, v.label, v.canonical_json(), {}) for v in variants],
     )
-
-
-def _postgres_running_in(data_dir: Path) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and os.readlink(entry / "cwd") == os.path.realpath(data_dir):
-                stat = (entry / "stat").read_text()
-                if stat.rsplit(")", 1)[1].split()[0] != "Z":
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def _printed_tps(raw_dir: Path) -> float:

@@ -1,4 +1,4 @@
-"""Steady-state detection (blocklab.steady) on synthetic series and on real pgbench -P 1
+"""Steady-state detection (blocklab.execution.steady) on synthetic series and on real pgbench -P 1
 output recorded from a cold PG 18 server."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import steady
+from blocklab.execution import steady
 from blocklab.workloads.pgbench import parse_progress
 
-DATA = Path(__file__).parent / "data" / "pgbench"
+DATA = Path(__file__).parents[1] / "data" / "pgbench"
 
 
 def _noisy(level: float, n: int, cv: float, seed: int) -> list[float]:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import placement, spec
+from blocklab import experiment_file as spec
 from blocklab.cli import main
-from blocklab.controls import RunControls
+from blocklab.execution import placement
+from blocklab.execution.controls import RunControls
 
 HEAD = '[experiment]\nname = "d"\nrounds = 3\nreference = { block_size = 8 }\n'
 MATRIX = "[matrix]\nblock_size = [4, 8]\nduration = 20\n"
@@ -78,7 +79,7 @@ def test_controls_from_the_design(tmp_path: Path) -> None:
 
 
 def test_steady_warmup_stops_when_chunks_agree_and_at_the_bound() -> None:
-    from blocklab.controls import steady_warmup
+    from blocklab.execution.controls import steady_warmup
 
     ramp = iter([100.0, 300.0, 500.0, 510.0, 505.0, 508.0])
     ok, report = steady_warmup(lambda _s: next(ramp), 120)

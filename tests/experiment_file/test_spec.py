@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from helpers import recorded_catalogue
 
-from blocklab import spec
+from blocklab import experiment_file as spec
 from blocklab.errors import UserError
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.toml"))
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.toml"))
 
 
 def write(tmp_path: Path, text: str, name: str = "x.toml") -> Path:
@@ -251,7 +251,7 @@ def test_size_and_time_parsers() -> None:
             spec.parse_size(bad, "x")
 
 
-BAD_SPECS = sorted((Path(__file__).parent / "bad_specs").glob("*.toml"))
+BAD_SPECS = sorted((Path(__file__).parents[1] / "bad_specs").glob("*.toml"))
 
 
 def test_parsing_asks_nothing_of_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import spec
+from blocklab import experiment_file as spec
 from blocklab.cli import main
 from blocklab.errors import UserError
 
-BAD = Path(__file__).parent / "bad_specs"
+BAD = Path(__file__).parents[1] / "bad_specs"
 FILES = sorted(BAD.glob("*.toml"))
 
 

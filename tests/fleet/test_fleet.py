@@ -17,12 +17,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from test_results_postgres import SECRET, _pwuser_uris, pg_server, pg_uri  # noqa: F401
+from pg_results import SECRET, _pwuser_uris
 
-from blocklab.cluster import Cluster
 from blocklab.fleet.hosts import parse_hosts, plan_jobs
 from blocklab.fleet.status import eta_s, fmt_eta
 from blocklab.paths import ensure_dir
+from blocklab.postgres.cluster import Cluster
 from blocklab.store.factory import open_store
 
 pytestmark = pytest.mark.build

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import build, proc, sources
+from blocklab import proc
 from blocklab.errors import BuildError, UserError
-from blocklab.installation import MANIFEST_NAME, Installation
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths, ensure_dir
+from blocklab.postgres import build, sources, throwaway
+from blocklab.postgres.installation import MANIFEST_NAME, Installation
 
 pytestmark = pytest.mark.build
 
@@ -37,7 +38,7 @@ def _controldata_of_fresh_cluster(inst: Installation, paths: Paths) -> dict[str,
         out = proc.run([inst.bin("pg_controldata"), data], user=user, cwd=base).stdout
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    return build.parse_controldata(out)
+    return throwaway.parse_controldata(out)
 
 
 def test_pg18_4k_build_has_4k_pages_and_wal_blocks(pg18_4k: Installation, paths: Paths) -> None:

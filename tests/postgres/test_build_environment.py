@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import build, sources
 from blocklab.model import BuildRequest
+from blocklab.postgres import build, sources
 
 # A parent `make -w demo DEMO_ARGS=...` exports these: the override after "--" reaches a
 # child make through MAKEFLAGS and would override the child's own variable.

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import build, sources
 from blocklab.cli import main
 from blocklab.commands.build import unused_builds
-from blocklab.installation import Installation
 from blocklab.model import BuildRequest
+from blocklab.postgres import build, sources, throwaway
+from blocklab.postgres.installation import Installation
 
 
 @pytest.fixture
@@ -197,7 +197,7 @@ def _inst(bs: int, wal: int, **manifest: object) -> Installation:
 
 
 def test_controldata_geometry_check() -> None:
-    control = build.parse_controldata(CONTROLDATA)
+    control = throwaway.parse_controldata(CONTROLDATA)
     assert build.check_geometry(control, _inst(4096, 4096)) == []
     problems = build.check_geometry(control, _inst(8192, 4096))
     assert len(problems) == 2  # page size and blocks per segment

@@ -11,9 +11,9 @@ import pytest
 from helpers import remove_cluster, scratch_cluster
 
 from blocklab import proc
-from blocklab.cluster import Cluster, quote_setting, render_settings, server_user
-from blocklab.installation import Installation
 from blocklab.paths import Paths
+from blocklab.postgres.cluster import Cluster, quote_setting, render_settings, server_user
+from blocklab.postgres.installation import Installation
 from blocklab.state import State
 
 

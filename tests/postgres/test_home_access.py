@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from helpers import tiny_experiment_toml
 
-from blocklab.build import fresh_cluster_answers
 from blocklab.cli import main
-from blocklab.cluster import server_user
 from blocklab.errors import UserError
-from blocklab.installation import Installation
 from blocklab.paths import Paths, open_to_server, untraversable
+from blocklab.postgres.cluster import server_user
+from blocklab.postgres.installation import Installation
+from blocklab.postgres.throwaway import fresh_cluster_answers
 
 OTHER_UID = 65534  # nobody: neither root nor the server user
 

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 from helpers import remove_cluster, scratch_cluster
 
-from blocklab.cluster import SETTINGS_FILE, Cluster, check_setting_value, quote_setting
 from blocklab.errors import UserError
-from blocklab.installation import Installation
 from blocklab.paths import Paths
+from blocklab.postgres.cluster import SETTINGS_FILE, Cluster, check_setting_value, quote_setting
+from blocklab.postgres.installation import Installation
 
 INJECTIONS = [
     "on'\nshared_preload_libraries='x",

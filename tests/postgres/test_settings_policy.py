@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from helpers import recorded_catalogue
 
-from blocklab import settings_catalogue
-from blocklab import settings_policy as sp
+from blocklab.postgres import settings_catalogue
+from blocklab.postgres import settings_policy as sp
 
 KB = 1024
 CAT = {4: recorded_catalogue(4), 8: recorded_catalogue(8)}  # PG 18, page = WAL block size
@@ -224,8 +224,8 @@ def test_a_real_4k_builds_catalogue_counts_io_combine_limit_and_slru_in_pages(
 
 @pytest.mark.build
 def test_verification_keeps_the_catalogue_beside_the_build(paths, pg18_8k, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from blocklab import build
     from blocklab.model import BuildRequest
+    from blocklab.postgres import build
 
     prefix = Path("/var/tmp/blocklab-tests") / f"verify-{os.getpid()}-{tmp_path.name}"
     prefix.mkdir(parents=True)

@@ -16,7 +16,7 @@ import pytest
 
 from blocklab.probes.checkpoints import counts, parse_log, timeline, trigger_of
 
-LOGS = Path(__file__).parent / "data" / "logs"
+LOGS = Path(__file__).parents[1] / "data" / "logs"
 
 
 def load(name: str) -> str:

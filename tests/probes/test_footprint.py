@@ -12,11 +12,12 @@ import lz4.block
 import pytest
 import zstandard
 
-from blocklab import footprint, proc
-from blocklab.cluster import Cluster, server_user
-from blocklab.installation import Installation
+from blocklab import proc
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
+from blocklab.postgres.cluster import Cluster, server_user
+from blocklab.postgres.installation import Installation
+from blocklab.probes import footprint
 from blocklab.state import State
 from blocklab.storage import provision
 from blocklab.storage.cleanup import release_all

@@ -21,11 +21,11 @@ import pytest
 from helpers import remove_cluster, scratch_cluster
 
 from blocklab import proc
-from blocklab.cluster import Cluster
-from blocklab.installation import Installation
+from blocklab.execution.overhead import context_for
 from blocklab.paths import Paths
+from blocklab.postgres.cluster import Cluster
+from blocklab.postgres.installation import Installation
 from blocklab.probes import Instrumentation, ProbeContext, ProbeResult
-from blocklab.probes.overhead import context_for
 from blocklab.probes.provenance import collect_provenance
 from blocklab.storage.devices import SECTOR_BYTES
 

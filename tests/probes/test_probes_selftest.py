@@ -7,9 +7,9 @@ import re
 
 from blocklab import proc
 from blocklab.cli import main
-from blocklab.installation import Installation
+from blocklab.execution.overhead import OverheadResult, measure_overhead, pair_order
 from blocklab.paths import Paths
-from blocklab.probes.overhead import OverheadResult, measure_overhead, pair_order
+from blocklab.postgres.installation import Installation
 from blocklab.state import State
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from blocklab.metrics import metric_info
+from blocklab.analysis.metrics import metric_info
 from blocklab.probes import Device, derived, views
 from blocklab.probes.provenance import parse_pg_config
 from blocklab.probes.sampler import (

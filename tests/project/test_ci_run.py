@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-CI_RUN = Path(__file__).resolve().parents[1] / ".ci" / "run"
+CI_RUN = Path(__file__).resolve().parents[2] / ".ci" / "run"
 PASSED = "======================== 181 passed in 1873.22s (0:31:13) ========================"
 FAILED = "============= 1 failed, 180 passed in 1901.50s (0:31:41) ============="
 FAKE_MAKE = """#!/bin/sh

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import spec
+from blocklab import experiment_file as spec
 from blocklab.paths import Paths
 from blocklab.store import ResultsDB
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.toml"))
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.toml"))
 SMOKE = {"scale": 1, "duration": 2}
 
 

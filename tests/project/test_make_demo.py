@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from blocklab.installation import Installation
 from blocklab.paths import Paths, ensure_dir
+from blocklab.postgres.installation import Installation
 from blocklab.state import State
 
 pytestmark = pytest.mark.build
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # 2 rounds: the fewest that give a paired comparison with an interval.
 DEMO_ARGS = "--rounds 2 --duration 3 --scale 1 --clients 2 --quiet"
 NUMBER = r"\d[\d,]*(?:\.\d+)?"

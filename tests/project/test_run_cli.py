@@ -13,7 +13,7 @@ import pytest
 from blocklab.paths import Paths
 from blocklab.state import State
 
-BAD_SPECS = Path(__file__).parent / "bad_specs"
+BAD_SPECS = Path(__file__).parents[1] / "bad_specs"
 
 
 def _blocklab(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -57,7 +57,7 @@ def test_bad_run_input_exits_2_and_starts_nothing(
 
 
 def test_an_override_never_collapses_a_dimension_the_file_varies(tmp_path: Path) -> None:
-    example = Path(__file__).parent.parent / "examples" / "wal-block-clients.toml"
+    example = Path(__file__).parents[2] / "examples" / "wal-block-clients.toml"
     results = tmp_path / "results"
     r = _blocklab("run", str(example), "--clients", "4", "--results", str(results), home=tmp_path)
     assert r.returncode == 2
@@ -66,9 +66,9 @@ def test_an_override_never_collapses_a_dimension_the_file_varies(tmp_path: Path)
 
 
 def test_overrides_make_a_smaller_experiment_of_its_own() -> None:
-    from blocklab import spec
+    from blocklab import experiment_file as spec
 
-    example = Path(__file__).parent.parent / "examples" / "page-size.toml"
+    example = Path(__file__).parents[2] / "examples" / "page-size.toml"
     exp = spec.load(example, {"scale": 1, "duration": 2})
     assert exp.name == "page-size-s1-d2" and len(exp.variants()) == 3
     assert {(v.dataset.scale, v.workload.duration_s) for v in exp.variants()} == {(1, 2)}

@@ -17,10 +17,11 @@ import pytest
 from helpers import serving
 from report_fixture import write_synthetic_results
 
-from blocklab import proc, stats
+from blocklab import proc
+from blocklab.analysis import stats
+from blocklab.analysis.metrics import metric_info
 from blocklab.cli import main
 from blocklab.errors import UserError
-from blocklab.metrics import metric_info
 from blocklab.report import build_site, resolve_in_site, shape
 from blocklab.report.data import load_experiment
 from blocklab.report.pagedata import compare_json

@@ -17,10 +17,10 @@ import pytest
 from helpers import first_line
 
 from blocklab import proc
-from blocklab.cluster import Cluster, server_user
-from blocklab.installation import Installation
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
+from blocklab.postgres.cluster import Cluster, server_user
+from blocklab.postgres.installation import Installation
 from blocklab.proc import child_pids
 from blocklab.state import State
 from blocklab.storage import Provisioned, cgroup, loopfs, provision
@@ -109,8 +109,8 @@ def _lsn_diff(start: str, end: str) -> int:
 # -- a killed blocklab with a server on a loop file system ---------------------------------
 CHILD = """
 import json, sys, time
-from blocklab.cluster import Cluster, server_user
-from blocklab.installation import Installation
+from blocklab.postgres.cluster import Cluster, server_user
+from blocklab.postgres.installation import Installation
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths
 from blocklab.state import State
@@ -190,7 +190,7 @@ def test_memory_cap_holds_the_server(paths: Paths, state: State, pg15_system: In
 def test_lab_run_on_ext4_counts_device_bytes_above_wal(
     paths: Paths, pg15_system: Installation
 ) -> None:
-    from blocklab.lab import Lab
+    from blocklab.execution.lab import Lab
     from blocklab.model import BuildRequest, DatasetRequest, Variant, WorkloadRequest
 
     home = paths.home / ("lab" + uuid.uuid4().hex[:6])
@@ -240,8 +240,8 @@ DEVICE_LAYOUTS = {
 def test_lab_run_names_device_bytes_for_what_they_count(
     paths: Paths, pg15_system: Installation, layout: str
 ) -> None:
-    from blocklab.lab import Lab
-    from blocklab.metrics import metric_info
+    from blocklab.analysis.metrics import metric_info
+    from blocklab.execution.lab import Lab
     from blocklab.model import BuildRequest, DatasetRequest, Variant, WorkloadRequest
 
     storage, scopes, wal_scope = DEVICE_LAYOUTS[layout]

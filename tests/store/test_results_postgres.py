@@ -9,8 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -18,91 +16,19 @@ from typing import Any
 
 import psycopg
 import pytest
-from helpers import running_cluster
+from pg_results import SECRET, _pwuser_uris, _register, _run, _uri  # noqa: F401
 from report_fixture import write_synthetic_results
 
 from blocklab import proc
-from blocklab.cluster import Cluster
 from blocklab.errors import UserError
-from blocklab.installation import Installation
-from blocklab.paths import Paths
+from blocklab.postgres.cluster import Cluster
+from blocklab.postgres.installation import Installation
 from blocklab.store import SCHEMA_VERSION, ResultsDB, ResultsStore, RunRecord
 from blocklab.store.base import DevicePoint, DeviceProfileHead
 from blocklab.store.factory import open_store
 from blocklab.store.postgres import pg_ddl
 from blocklab.store.sqlite import MIGRATIONS
 from blocklab.store.uri import parse_pg
-
-SECRET = "s3cret-Pw-42"
-
-
-@pytest.fixture(scope="session")
-def pg_server(paths: Paths, pg15_system: Installation) -> Iterator[Cluster]:
-    """The shared database server; role `pwuser` must log in with SECRET (scram)."""
-    with running_cluster(paths, pg15_system, "pgstore", {}) as c:
-        hba = c.data_dir / "pg_hba.conf"
-        hba.write_text("local all pwuser scram-sha-256\n" + hba.read_text())
-        with psycopg.connect(c.conninfo, autocommit=True) as conn:
-            conn.execute(f"CREATE ROLE pwuser LOGIN PASSWORD '{SECRET}'")
-            conn.execute("SELECT pg_reload_conf()")
-        yield c
-
-
-def _uri(c: Cluster, db: str, password: str | None = None) -> str:
-    auth = f"{c.user.name}:{password}" if password else c.user.name
-    return f"postgresql://{auth}@/{db}?host={c.socket_dir}&port={c.port}"
-
-
-@pytest.fixture
-def pg_uri(pg_server: Cluster) -> str:
-    """A fresh database of its own on the shared test server."""
-    name = "r_" + uuid.uuid4().hex[:10]
-    with psycopg.connect(pg_server.conninfo, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return _uri(pg_server, name)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ResultsStore]:
-    spec = str(tmp_path / "results")
-    if request.param == "postgresql":
-        spec = request.getfixturevalue("pg_uri")
-    with open_store(spec) as db:
-        yield db
-
-
-def _register(db: ResultsStore, name: str = "e1") -> None:
-    db.upsert_experiment(
-        name,
-        description="contract",
-        spec={"name": name, "rounds": 2},
-        seed=3,
-        reference="a",
-        created_at="2026-11-23T10:00:00.000Z",
-        host={"cpu": "x"},
-        variants=[("a", "A", '{"v": 1}', {"bs": 4}), ("b", "B", '{"v": 2}', {"bs": 8})],
-    )
-
-
-def _run(vid: str, rnd: int, tps: float | None = 1234.5) -> RunRecord:
-    return RunRecord(
-        experiment="e1",
-        variant_id=vid,
-        round=rnd,
-        position=0,
-        status="ok" if tps is not None else "failed",
-        started_at="2026-11-23T10:00:00.000Z",
-        ended_at="2026-11-23T10:00:02.000Z",
-        reason="" if tps is not None else "pgbench exit 2",
-        tps=tps,
-        transactions=2**40,  # wider than a 32-bit integer
-        raw_dir="runs/e1/x",
-        settings={"shared_buffers": ["16384", "8kB"]},
-        provenance={"build": "k"},
-        metrics={"wal_bytes_per_xact": 0.1 + 0.2, "missing": None},
-        series={"tps": [(0.0, 1.5), (1.0, None)]},
-        checkpoints=[{"start_s": -1.0, "end_s": None, "trigger": "wal", "bytes_written": 2**35}],
-    )
 
 
 def test_store_contract(store: ResultsStore) -> None:
@@ -248,14 +174,6 @@ def test_export_to_postgres_twice_and_same_summary(tmp_path: Path, pg_uri: str) 
         assert Path(raw).is_absolute() and Path(raw).is_dir()
 
 
-def _pwuser_uris(pg_server: Cluster, pg_uri: str) -> tuple[str, str]:
-    """The database handed to `pwuser`: its URI with the password, and without."""
-    with psycopg.connect(pg_server.conninfo, autocommit=True) as conn:
-        conn.execute(f"ALTER DATABASE {pg_uri.split('/')[3].split('?')[0]} OWNER TO pwuser")
-    with_pw = pg_uri.replace(f"//{pg_server.user.name}@", f"//pwuser:{SECRET}@")
-    return with_pw, pg_uri.replace(f"//{pg_server.user.name}@", "//pwuser@")
-
-
 def test_password_only_from_environment_and_never_shown(
     pg_server: Cluster, pg_uri: str, tmp_path: Path
 ) -> None:
@@ -353,10 +271,10 @@ def test_demo_runs_into_postgres(
 
 def _queries_run(vid: str, rnd: int, plan_file: str) -> RunRecord:
     """A run with per-query rows whose plans are recorded real ones (tests/data/plans)."""
-    from blocklab import plans
     from blocklab.store.base import QueryRow
+    from blocklab.workloads import plans
 
-    recorded = json.loads((Path(__file__).parent / "data" / "plans" / plan_file).read_text())
+    recorded = json.loads((Path(__file__).parents[1] / "data" / "plans" / plan_file).read_text())
     rows = []
     for i, (q, explain) in enumerate(sorted(recorded["plans"].items())):
         node = plans.normalise(explain)
@@ -374,8 +292,8 @@ def _queries_run(vid: str, rnd: int, plan_file: str) -> RunRecord:
 def test_query_rows_and_plans_on_both_back_ends(store: ResultsStore, tmp_path: Path) -> None:
     """Schema version 4: per-query times and plans are stored, read back, summarised
     (hash joins off in variant B: its 20 changed plans are found) and exported."""
-    from blocklab.copy_results import copy_results
-    from blocklab.query_summary import summarize_queries
+    from blocklab.analysis.query_summary import summarize_queries
+    from blocklab.store.copy_results import copy_results
 
     _register(store)
     for rnd in (1, 2):

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_runner import _postgres_running_in
+from helpers import postgres_running_in as _postgres_running_in
 
-from blocklab import spec
-from blocklab.installation import Installation
-from blocklab.lab import Lab
+from blocklab import experiment_file as spec
+from blocklab.execution.lab import Lab
 from blocklab.model import BuildRequest, Variant
 from blocklab.paths import Paths
+from blocklab.postgres.installation import Installation
 from blocklab.state import State
 from blocklab.store import ResultsDB, RunRecord
 from blocklab.workloads import drivers
@@ -129,7 +129,7 @@ def test_sysbench_read_write_stores_sysbench_s_own_tps(lab, tmp_path: Path) -> N
     }  # fmt: skip
     for r in rels.values():
         assert r["reloptions"] == (["fillfactor=80"] if r["kind"] == "table" else ["fillfactor=70"])
-    # the plan's rough size (blocklab.sizing) against the real load
+    # the plan's rough size (blocklab.workloads.sizing) against the real load
     estimate, _ = drivers.for_dataset(v.dataset).dataset_bytes(v.dataset, 8192)
     real = rec.provenance["dataset"]["table_bytes"] + rec.provenance["dataset"]["index_bytes"]
     assert real / 2 < estimate < real * 2, (estimate, real)

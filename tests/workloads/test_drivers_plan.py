@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import sizing, spec
+from blocklab import experiment_file as spec
 from blocklab.cli import main
 from blocklab.model import DatasetRequest
-from blocklab.workloads import drivers, tools
+from blocklab.workloads import drivers, sizing, tools
 
 SYSBENCH = 'workload = { driver = "sysbench", test = "oltp_write_only", tables = 4, ' \
     "table_size = 100000, threads = 8 }"  # fmt: skip
@@ -89,7 +89,7 @@ def test_sizing_estimates_follow_the_driver_and_fillfactor(fillfactor: int) -> N
     sb = sb.model_copy(update={"fillfactor": fillfactor})
     nbytes, how = drivers.for_dataset(sb).dataset_bytes(sb, 8192)
     # measured here: 4 x 100,000 rows at fillfactor 100 load 88.7 MB of tables and 13.2 MB
-    # of indexes (tests/test_drivers_lab.py checks a real load against the estimate)
+    # of indexes (tests/workloads/test_drivers_lab.py checks a real load against the estimate)
     assert 90e6 < nbytes * fillfactor / 100 < 120e6 and "4 table(s)" in how
     need = sizing.data_need(10, fillfactor, 8192, None, sb)
     assert need.bytes > nbytes and "sysbench" in need.how

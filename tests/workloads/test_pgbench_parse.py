@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from blocklab.errors import UserError
-from blocklab.installation import Installation
 from blocklab.model import WorkloadRequest
+from blocklab.postgres.installation import Installation
 from blocklab.workloads import pgbench
 from blocklab.workloads.pgbench import verdict
 
-DATA = Path(__file__).parent / "data" / "pgbench"
+DATA = Path(__file__).parents[1] / "data" / "pgbench"
 TAGS = sorted({p.name.split("-", 1)[0] for p in DATA.glob("*-simple-update-prepared.stdout")})
 
 

@@ -1,4 +1,4 @@
-"""The storage size estimate (blocklab.sizing): pure arithmetic checked against real
+"""The storage size estimate (blocklab.workloads.sizing): pure arithmetic checked against real
 `pgbench -i` data directories, and `blocklab plan` refusing a storage too small for it."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from helpers import remove_cluster, scratch_cluster
 
-from blocklab import dataset, sizing
 from blocklab.errors import UserError
-from blocklab.installation import Installation
 from blocklab.model import DatasetRequest, StorageRequest, Variant
 from blocklab.paths import Paths
+from blocklab.postgres.installation import Installation
+from blocklab.workloads import dataset, pages, sizing
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -26,18 +26,18 @@ GIB = 1024 * MIB
 # -- the arithmetic ---------------------------------------------------------------------
 def test_pgbench_accounts_pages_match_postgresql() -> None:
     # pg_relation_size('pgbench_accounts') / 8192 at scale 1 and 10 on 8 kB pages
-    assert sizing.heap_pages(100_000, sizing.ACCOUNT_ROW_BYTES, 8192, 100) == 1640
-    assert sizing.heap_pages(1_000_000, sizing.ACCOUNT_ROW_BYTES, 8192, 100) == 16394
-    assert sizing.btree_pages(100_000, 8192) == 276  # pgbench_accounts_pkey, 2208 kB
+    assert pages.heap_pages(100_000, pages.ACCOUNT_ROW_BYTES, 8192, 100) == 1640
+    assert pages.heap_pages(1_000_000, pages.ACCOUNT_ROW_BYTES, 8192, 100) == 16394
+    assert pages.btree_pages(100_000, 8192) == 276  # pgbench_accounts_pkey, 2208 kB
 
 
 def test_fillfactor_and_page_size_change_the_tables() -> None:
-    full = sizing.pgbench_tables_bytes(10, 100, 8192)
-    assert sizing.heap_pages(1_000_000, sizing.ACCOUNT_ROW_BYTES, 8192, 75) == 21740  # 46 a page
-    assert sizing.pgbench_tables_bytes(10, 75, 8192) > full * 1.25
+    full = pages.pgbench_tables_bytes(10, 100, 8192)
+    assert pages.heap_pages(1_000_000, pages.ACCOUNT_ROW_BYTES, 8192, 75) == 21740  # 46 a page
+    assert pages.pgbench_tables_bytes(10, 75, 8192) > full * 1.25
     # smaller pages waste a little more per page, never less
-    assert sizing.pgbench_tables_bytes(10, 100, 2048) >= full
-    assert sizing.pgbench_tables_bytes(20, 100, 8192) > 1.9 * full
+    assert pages.pgbench_tables_bytes(10, 100, 2048) >= full
+    assert pages.pgbench_tables_bytes(20, 100, 8192) > 1.9 * full
 
 
 def variant(settings: dict[str, str] | None = None, **storage: object) -> Variant:
@@ -104,7 +104,7 @@ def test_estimate_covers_a_real_dataset(
     finally:
         remove_cluster(cluster)
         shutil.rmtree(dataset.snapshot_root(paths, key), ignore_errors=True)
-    at_rest = sizing.CLUSTER_BYTES + sizing.pgbench_tables_bytes(scale, 100, inst.block_size_bytes)
+    at_rest = sizing.CLUSTER_BYTES + pages.pgbench_tables_bytes(scale, 100, inst.block_size_bytes)
     estimate = sizing.data_need(scale, 100, inst.block_size_bytes, wal=None).bytes
     print(f"{build} scale {scale}: data {data_bytes} B (estimate at rest {at_rest} B)")
     assert data_bytes <= at_rest < 3 * data_bytes

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from helpers import kill_postmaster_after
 
-from blocklab import spec
-from blocklab.lab import Lab
+from blocklab import experiment_file as spec
+from blocklab.execution.lab import Lab
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths
 from blocklab.state import State

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from blocklab import plans
 from blocklab.errors import UserError
-from blocklab.workloads import gotpc, tpch, tpch_log
+from blocklab.workloads import gotpc, plans, tpch, tpch_log
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 LOG = (DATA / "tpch" / "server-2passes.log").read_text()
 
 
@@ -91,7 +90,7 @@ def test_the_run_argv_logs_only_the_measured_run(tmp_path: Path) -> None:
 
 
 def test_load_argv_sets_fillfactor_before_copy() -> None:
-    from blocklab.installation import Installation
+    from blocklab.postgres.installation import Installation
     from blocklab.workloads.base import Endpoint
 
     inst = Installation(Path("/pg"), "key", "18.6", 8192, 8192)
@@ -114,7 +113,7 @@ def test_hashjoin_off_plans_differ_and_the_diff_marks_nodes() -> None:
         != plans.fingerprint(plans.normalise(off[q]))
     ]
     assert len(changed) == 20 and "q1" not in changed and "q6" not in changed
-    from blocklab.query_summary import plan_lines, side_by_side
+    from blocklab.analysis.query_summary import plan_lines, side_by_side
 
     d = plans.diff(plans.normalise(default["q3"]), plans.normalise(off["q3"]))
     left, right = plan_lines(d)

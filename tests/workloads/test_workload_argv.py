@@ -10,7 +10,7 @@ import pytest
 from blocklab.errors import UserError
 from blocklab.workloads import gotpc, sysbench
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 SB = sysbench.Target("/var/tmp/x/sock", 36291, "blocklab")
 TPCC = gotpc.Target("/var/tmp/x/sock", 36291, "blocklab", "tpcc")
 

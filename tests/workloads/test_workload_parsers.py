@@ -9,7 +9,7 @@ import pytest
 
 from blocklab.workloads import gotpc, sysbench
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def recorded(driver: str, name: str) -> tuple[str, str, int]:

@@ -11,8 +11,8 @@ import pytest
 from blocklab.errors import UserError
 from blocklab.workloads import tools
 
-DATA = Path(__file__).parent / "data"
-REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parents[1] / "data"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_versions_parse_from_recorded_output() -> None:

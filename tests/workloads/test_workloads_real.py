@@ -17,7 +17,7 @@ import pytest
 from helpers import running_cluster
 
 from blocklab import proc
-from blocklab.cluster import Cluster
+from blocklab.postgres.cluster import Cluster
 from blocklab.workloads import gotpc, sysbench, tools
 
 pytestmark = pytest.mark.build

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from blocklab import proc
-from blocklab.cluster import Cluster, server_user
-from blocklab.installation import Installation
+from blocklab.postgres.cluster import Cluster, server_user
+from blocklab.postgres.installation import Installation
 from blocklab.state import State
 
 OUT = Path(__file__).parent

@@ -16,7 +16,7 @@ from pathlib import Path
 from record import BASE, bench, fresh_cluster  # type: ignore[import-not-found]
 
 from blocklab import proc
-from blocklab.installation import Installation
+from blocklab.postgres.installation import Installation
 
 
 def main() -> None:
