@@ -170,6 +170,6 @@ def balance_note(design: str, n_variants: int, rounds: int, n_references: int = 
     k = rounds - rounds % p
     return (
         f"rounds {rounds} is not a multiple of {p}: positions balanced only over the "
-        f"first {k} rounds; the last {rounds - k} follow the design's first rows under the "
-        f"seed's labelling, not balanced (plan a multiple of {p} rounds)"
+        f"first {k} rounds; the last {rounds - k} repeat the first orders of the period "
+        f"and tip the balance (plan a multiple of {p} rounds)"
     )
