@@ -1,27 +1,31 @@
 """Pure experimental designs: the order of the runs within a round, and the analysis
 that matches each order.
 
-- `paired` (today's): every variant once per round, in a fresh random order
-  (blocklab.execution.plan.round_order); per round the log ratio variant / reference.
+- `paired` (today's): every variant once per round, in an order balanced over the rounds
+  (blocklab.execution.orders.round_order); per round the log ratio variant / reference.
 - `short-runs`: the same as paired with runs `SHORT_FACTOR` times shorter and that many
   times more rounds (`short_runs_plan`); the same analysis. More rounds give the t
   interval more degrees of freedom and sample the machine's slow drift more often.
-- `abba`: every variant twice per round, as a palindrome of a random order (A B B A,
-  or for three variants A C B B C A). Per round each variant's value is the geometric
-  mean of its two runs, and the comparison is the log ratio of those geometric means.
+- `abba`: every variant twice per round, as a palindrome of a balanced order (A B B A
+  and B A A B alternate; for three variants A C B B C A and so on). Per round each
+  variant's value is the geometric mean of its two runs, and the comparison is the log
+  ratio of those geometric means.
   Why this cancels drift: in a palindrome every variant's two slots have the same mean
   position (the round's midpoint). If throughput drifts linearly on the log scale
   within a round, log y = log mu_X + d * slot, the mean of a variant's two log values is
   log mu_X + d * midpoint for every variant, so d drops out of the log ratio exactly.
   (An additive linear drift cancels in the difference of the arithmetic means and, on
   the ratio, to first order in d / mu.) A paired order A B instead adds d to every
-  round's log ratio; a random order turns that bias into noise, ABBA removes it.
+  round's log ratio; alternating orders (A B, B A) cancel it over pairs of rounds, ABBA
+  within each round.
 - `aa-control`: paired, plus the reference a second time in each round (its two runs are
-  "copy 0" and "copy 1"; which runs first is drawn, and counterbalanced over pairs of
-  rounds, so a drift within the round cannot lean the A/A ratio one way). The A/A
+  "copy 0" and "copy 1"; both take every position equally often over the design's
+  period, so a drift within the round cannot lean the A/A ratio one way). The A/A
   comparison copy 1 / copy 0 measures the machine's noise floor inside the experiment:
   a true ratio of 1, so its 95 % CI should miss 1 in at most 5 % of experiments. The
-  variants are compared with the geometric mean of both reference copies.
+  variants are compared with the geometric mean of both reference copies. With grouped
+  references every group's reference runs twice, and the A/A comparison pools the groups
+  (`aa_rounds`: per round the geometric mean of each copy over the groups that have both).
 
 Values for the analysis are `variant_id -> round -> values by copy` (index = Slot.copy).
 No I/O here.
@@ -68,6 +72,34 @@ def analyse(
         if v != reference
     }
     return DesignResult(design, comparisons, aa)
+
+
+RoundCopies = Mapping[int, Mapping[int, float]]  # round -> copy index -> value
+
+
+def aa_rounds(refs: Sequence[RoundCopies]) -> tuple[dict[int, float], dict[int, float]]:
+    """aa-control's A/A pairs: (copy 0, copy 1) per round. One reference: its two copies
+    as stored. Several (grouped references): per round the geometric mean of copy 0 and
+    of copy 1 over the groups with both copies positive, so that the round's A/A log
+    ratio is the mean of the groups' own log ratios."""
+    if len(refs) == 1:
+        only = refs[0]
+        return (
+            {r: cs[0] for r, cs in only.items() if 0 in cs},
+            {r: cs[1] for r, cs in only.items() if 1 in cs},
+        )
+    first: dict[int, float] = {}
+    second: dict[int, float] = {}
+    for r in sorted({r for ref in refs for r in ref}):
+        pairs = [
+            (cs[0], cs[1])
+            for ref in refs
+            if (cs := ref.get(r)) is not None and cs.get(0, 0) > 0 and cs.get(1, 0) > 0
+        ]
+        if pairs:
+            first[r] = math.exp(sum(math.log(a) for a, _ in pairs) / len(pairs))
+            second[r] = math.exp(sum(math.log(b) for _, b in pairs) / len(pairs))
+    return first, second
 
 
 def _round_values(rounds: Mapping[int, Sequence[float]], copies: int) -> dict[int, float]:

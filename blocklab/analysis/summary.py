@@ -5,7 +5,8 @@ blocklab.analysis.stats (pure).
 The analysis matches the experiment's design (blocklab.analysis.designs): a variant run twice in a
 round (abba, or the reference of aa-control) counts once per round, as the geometric mean
 of its copies, so the palindrome's drift cancels; with aa-control the reference's copy 1
-against copy 0 is the A/A comparison, the machine's noise floor inside the experiment.
+against copy 0 is the A/A comparison (pooled over the groups of a grouped reference), the
+machine's noise floor inside the experiment.
 Beside tps the summary compares SIDE_METRICS, which depend less on the host's noise
 (server CPU time and bytes per transaction), each with its CI."""
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blocklab.analysis import precision, stats
+from blocklab.analysis.designs import aa_rounds
 from blocklab.analysis.metrics import (
     RUN_COLUMN_METRICS,
     MetricInfo,
@@ -185,9 +187,11 @@ def summarize_experiment(
         vid: combine_copies(cs, copies_per_round(design, vid, refs))
         for vid, cs in copies_of.items()
     }
-    if design == designs.AA_CONTROL and ref_id in copies_of:
-        result.aa = _aa_comparison(copies_of[ref_id], info)
-        result.aa_label = labels.get(ref_id, "")
+    aa_refs = sorted(refs & set(copies_of))
+    if design == designs.AA_CONTROL and aa_refs:
+        first, second = aa_rounds([copies_of[r] for r in aa_refs])
+        result.aa = compare(first, second, info)
+        result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs)
     for v in variants:
         runs = runs_of[v["variant_id"]]
         result.variants.append(_variant_summary(db, v, ref_id, runs, values_of, labels, info))
@@ -222,15 +226,6 @@ def _runs_by_variant(labels: dict[str, str], runs: Sequence[Row]) -> dict[str, l
     for r in runs:
         runs_of.setdefault(r["variant_id"], []).append(r)
     return runs_of
-
-
-def _aa_comparison(
-    ref_copies: dict[int, dict[int, float]], info: MetricInfo
-) -> stats.Comparison | None:
-    """aa-control's A/A comparison: the reference's copy 1 against its copy 0."""
-    first = {r: cs[0] for r, cs in ref_copies.items() if 0 in cs}
-    second = {r: cs[1] for r, cs in ref_copies.items() if 1 in cs}
-    return compare(first, second, info)
 
 
 def _variant_summary(

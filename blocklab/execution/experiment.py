@@ -1,9 +1,10 @@
 """The experiment loop: rounds in the experiment's design, resume, adaptive rounds.
 
 Each round runs the slots of the experiment's design (blocklab.execution.orders.round_slots):
-every variant once in a fresh order drawn from the experiment's seed (paired,
-short-runs), twice as a palindrome A B B A (abba), or once plus the reference a second
-time (aa-control). A variant's n-th run in a round is stored with copy_index n.
+every variant once (paired, short-runs), twice as a palindrome A B B A (abba), or once
+plus each reference a second time (aa-control), in orders balanced over the rounds (a
+Williams design labelled by the experiment's seed; adaptive rounds stay balanced over
+every completed period). A variant's n-th run in a round is stored with copy_index n.
 Every run is stored in one transaction as soon as it ends,
 so an experiment interrupted at any moment resumes with the same command: stored runs
 are kept, a run without a stored row is discarded (its raw directory removed) and run
@@ -151,10 +152,15 @@ class Loop:
             reference=self.exp.reference_id(),
             seed=self.exp.seed,
             round_no=round_no,
+            references=self.references(),
         )
 
+    def references(self) -> list[str]:
+        """The references of this loop's variants (aa-control runs each one twice)."""
+        return sorted({self.exp.reference_for(vid) for vid in self.variants})
+
     def runs_per_round(self) -> int:
-        return orders.runs_per_round(self.design, len(self.variants))
+        return orders.runs_per_round(self.design, len(self.variants), len(self.references()))
 
     def run(self, rule: StoppingRule) -> Outcome:
         done = self.db.run_keys(self.exp.name, self.host)

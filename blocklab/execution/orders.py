@@ -1,5 +1,23 @@
 """Pure orders: which runs a round holds and in which order they run, for each design.
 
+Orders are balanced over the rounds, not drawn afresh each round: a round's runs (its
+slots) follow a row of a Williams design on those slots, round r taking row
+(r - 1) mod period. In every `positions_period` consecutive rounds each slot takes each
+position once; in every `carryover_period` rounds each slot also follows every other
+slot equally often (a Williams design: n rows for an even number of slots, 2 n for an
+odd one). The experiment's seed only picks which slot plays which symbol of the design,
+so the orders are reproducible from (seed, round_no) alone; they do not depend on the
+planned rounds, so more rounds (a resume with --rounds, or adaptive rounds) keep the
+rounds already run and stay balanced over every completed period. Where balance is
+impossible (rounds not a multiple of the period), the last partial period is the
+design's first rows under the seeded labelling: `balance_note` says so.
+
+- paired, short-runs: the slots are the variants.
+- abba: the first half of the round is a row on the variants, the second half its mirror
+  (A B B A then B A A B for two variants).
+- aa-control: the slots are the variants plus each reference's second copy (copy 1), so
+  both copies of every reference take every position equally often.
+
 The design names and what each promises are the experiment file's vocabulary
 (blocklab.experiment_file.design); the analysis that matches each order is
 blocklab.analysis.designs. No I/O here.
@@ -18,18 +36,7 @@ from blocklab.experiment_file.design import (
     check_reference,
 )
 
-
-def round_order(variant_ids: Sequence[str], seed: int, round_no: int) -> list[str]:
-    """A permutation of `variant_ids`, reproducible from (seed, round_no) alone.
-
-    The ids are sorted first, so the order does not depend on how the caller listed them.
-    """
-    ids = sorted(variant_ids)
-    if len(set(ids)) != len(ids):
-        raise ValueError("round_order() got a variant id twice")
-    order = list(ids)
-    random.Random(f"{seed}:{round_no}").shuffle(order)
-    return order
+ORDER_SCHEME = "williams"  # what `balance_note` names
 
 
 @dataclass(frozen=True)
@@ -40,37 +47,129 @@ class Slot:
     copy: int = 0
 
 
-def runs_per_round(design: str, n_variants: int) -> int:
+def williams_rows(n: int) -> list[list[int]]:
+    """A Williams design on symbols 0..n-1: row i is the base row 0, 1, n-1, 2, n-2, ...
+    shifted by i (mod n), so the n rows form a Latin square and each symbol follows every
+    other exactly once; for an odd n the mirrored rows are added (2 n rows) to balance
+    the carry-over."""
+    if n < 1:
+        raise ValueError("williams_rows() needs at least one symbol")
+    base = [0]
+    low, high = 1, n - 1
+    while len(base) < n:
+        if len(base) % 2:
+            base.append(low)
+            low += 1
+        else:
+            base.append(high)
+            high -= 1
+    rows = [[(x + i) % n for x in base] for i in range(n)]
+    if n % 2 and n > 1:
+        rows += [row[::-1] for row in rows]
+    return rows
+
+
+def balanced_order(items: Sequence[str], seed: int, round_no: int) -> list[str]:
+    """A permutation of `items` from the Williams design's row for `round_no`, the items
+    labelled onto the design's symbols by `seed`; independent of the order `items` are
+    given in."""
+    labels = sorted(items)
+    if len(set(labels)) != len(labels):
+        raise ValueError("balanced_order() got an item twice")
+    if round_no < 1:
+        raise ValueError(f"round numbers start at 1 (got {round_no})")
+    random.Random(f"{seed}:{ORDER_SCHEME}").shuffle(labels)
+    rows = williams_rows(len(labels))
+    return [labels[symbol] for symbol in rows[(round_no - 1) % len(rows)]]
+
+
+def round_order(variant_ids: Sequence[str], seed: int, round_no: int) -> list[str]:
+    """Every variant once, in the balanced order of round `round_no` (the paired design)."""
+    return balanced_order(variant_ids, seed, round_no)
+
+
+def runs_per_round(design: str, n_variants: int, n_references: int = 1) -> int:
     check_design(design)
     if design == ABBA:
         return 2 * n_variants
-    return n_variants + 1 if design == AA_CONTROL else n_variants
+    return n_variants + n_references if design == AA_CONTROL else n_variants
 
 
 def round_slots(
-    design: str, variant_ids: Sequence[str], *, reference: str | None, seed: int, round_no: int
+    design: str,
+    variant_ids: Sequence[str],
+    *,
+    reference: str | None,
+    seed: int,
+    round_no: int,
+    references: Sequence[str] | None = None,
 ) -> list[Slot]:
     """The runs of one round in the order they run; reproducible from (seed, round_no)
-    and independent of the order the ids are given in."""
+    and independent of the order the ids are given in. `references` (aa-control with a
+    grouped reference): every reference that runs a second copy; default [reference]."""
     check_design(design)
-    check_reference(design, variant_ids, reference)
-    order = round_order(variant_ids, seed, round_no)
+    refs = _references(design, variant_ids, reference, references)
     if design == ABBA:
+        order = balanced_order(variant_ids, seed, round_no)
         return [Slot(v, 0) for v in order] + [Slot(v, 1) for v in reversed(order)]
     if design == AA_CONTROL:
-        assert reference is not None
-        return _aa_slots(variant_ids, reference, seed, round_no)
-    return [Slot(v, 0) for v in order]
+        slots = [Slot(v, 0) for v in variant_ids] + [Slot(r, 1) for r in refs]
+        by_key = {_key(s): s for s in slots}
+        return [by_key[k] for k in balanced_order(list(by_key), seed, round_no)]
+    return [Slot(v, 0) for v in balanced_order(variant_ids, seed, round_no)]
 
 
-def _aa_slots(variant_ids: Sequence[str], reference: str, seed: int, round_no: int) -> list[Slot]:
-    """Rounds go in pairs (1-2, 3-4, ...) that share one drawn order, the second with the
-    reference's copy labels swapped: whatever drift separates the two slots adds +d to
-    one round's A/A log ratio and -d to the other's, so it cancels in the mean instead
-    of leaning on it."""
-    pair = (round_no + 1) // 2
-    slots = [Slot(v, 0) for v in sorted(variant_ids)] + [Slot(reference, 1)]
-    random.Random(f"{seed}:{pair}:{AA_CONTROL}").shuffle(slots)
-    if round_no % 2 == 0:
-        slots = [Slot(s.variant_id, 1 - s.copy) if s.variant_id == reference else s for s in slots]
-    return slots
+def _references(
+    design: str, variant_ids: Sequence[str], reference: str | None, refs: Sequence[str] | None
+) -> list[str]:
+    """The references that run twice (aa-control), each checked to be a variant."""
+    chosen = sorted(set(refs)) if refs else ([reference] if reference is not None else [None])
+    for ref in chosen:
+        check_reference(design, variant_ids, ref)
+    return [r for r in chosen if r is not None]
+
+
+def _key(slot: Slot) -> str:
+    # "\0" sorts before any character of an id: a copy 0 key sorts before its copy 1
+    return f"{slot.variant_id}\0{slot.copy}"
+
+
+@dataclass(frozen=True)
+class Balance:
+    """Over how many rounds a design's orders balance."""
+
+    slots: int  # runs per round the design orders (abba: the first half)
+    positions_period: int  # every slot takes every position once in this many rounds
+    carryover_period: int  # ... and follows every other slot equally often
+
+
+def balance(design: str, n_variants: int, n_references: int = 1) -> Balance:
+    check_design(design)
+    n = n_variants + n_references if design == AA_CONTROL else n_variants
+    return Balance(n, n, len(williams_rows(n)))
+
+
+def balance_note(design: str, n_variants: int, rounds: int, n_references: int = 1) -> str:
+    """What `plan` says of the orders of `rounds` rounds: balanced, or over which rounds."""
+    b = balance(design, n_variants, n_references)
+    if b.slots <= 1:
+        return "orders: one run per round, nothing to balance"
+    if rounds % b.carryover_period == 0:
+        return (
+            f"orders balanced over {rounds} rounds: every run takes every position and "
+            f"follows every other equally often (Williams design, period {b.carryover_period})"
+        )
+    p = b.positions_period
+    if rounds % p == 0:
+        k = rounds - rounds % b.carryover_period
+        return (
+            f"orders balanced over {rounds} rounds (every run takes every position equally "
+            f"often); which run follows which is balanced only over the first {k} rounds "
+            f"(a multiple of {b.carryover_period})"
+        )
+    k = rounds - rounds % p
+    return (
+        f"rounds {rounds} is not a multiple of {p}: positions balanced only over the "
+        f"first {k} rounds; the last {rounds - k} repeat the first orders of the period "
+        f"and tip the balance (plan a multiple of {p} rounds)"
+    )

@@ -1,8 +1,9 @@
 """Pure planning: the order of every round and what an experiment will cost.
 
-Each round runs every variant once in a fresh random order drawn from the experiment's
-seed and the round number, so that the drift of a shared machine falls on all variants
-alike and a re-run (or a resumed run) draws exactly the same orders.
+The orders of the rounds are balanced (blocklab.execution.orders: every run takes every
+position equally often over a period of rounds, labelled by the experiment's seed), so
+that the drift of a shared machine and the carry-over of one run into the next fall on
+all variants alike, and a re-run (or a resumed run) runs exactly the same orders.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Plan:
     runs: int  # variants x planned rounds
     max_runs: int | None  # with until_ci_pct: variants x max rounds
     first_round: list[str]  # labels, in the order round 1 runs them
+    order_note: str  # whether the planned rounds' orders balance (orders.balance_note)
     eta_builds_s: float
     eta_datasets_s: float
     eta_runs_s: float  # the planned rounds
@@ -65,12 +67,10 @@ def describe(
     datasets = {v.dataset_key(v.build.digest()): v for v in variants}
 
     by_id = {v.variant_id: v for v in variants}
+    kind = exp.run_design.kind
+    refs = exp.reference_ids()
     slots = orders.round_slots(
-        exp.run_design.kind,
-        list(by_id),
-        reference=exp.reference_id(),
-        seed=exp.seed,
-        round_no=1,
+        kind, list(by_id), reference=exp.reference_id(), seed=exp.seed, round_no=1, references=refs
     )
     per_round_s = sum(run_estimate_s(by_id[s.variant_id]) for s in slots)
     max_rounds = None
@@ -87,6 +87,7 @@ def describe(
         first_round=[
             by_id[s.variant_id].label + (f" (copy {s.copy})" if s.copy else "") for s in slots
         ],
+        order_note=_order_note(exp, len(variants), len(refs)),
         eta_builds_s=len(to_make) * BUILD_S,
         eta_datasets_s=sum(
             drivers.for_dataset(v.dataset).load_estimate_s(v.dataset) for v in datasets.values()
@@ -94,6 +95,15 @@ def describe(
         eta_runs_s=per_round_s * exp.rounds,
         eta_max_runs_s=None if max_rounds is None else per_round_s * max_rounds,
     )
+
+
+def _order_note(exp: Experiment, n_variants: int, n_references: int) -> str:
+    note = orders.balance_note(exp.run_design.kind, n_variants, exp.rounds, n_references)
+    b = orders.balance(exp.run_design.kind, n_variants, n_references)
+    if exp.until_ci_pct is not None and b.slots > 1:
+        period = b.positions_period
+        note += f"; adaptive rounds stay balanced over every completed period of {period} rounds"
+    return note
 
 
 def format_duration(seconds: float) -> str:

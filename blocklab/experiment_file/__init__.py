@@ -8,7 +8,7 @@ values (exit code 2), before anything is built or started.
     name = "page-size"               # required; letters, digits, . _ -
     description = "4 kB vs 8 kB"
     seed = 42                         # optional; default derived from the name
-    rounds = 5                        # each round runs every variant once, fresh order
+    rounds = 5                        # every variant once per round, balanced orders
     reference = { block_size = 8 }    # a selector (see below) or a variant label
     settings_policy = "bytes"         # "native" (same numbers) or "bytes" (same bytes)
     until_ci_pct = 2.0                # optional: add rounds until every CI half-width <=

@@ -57,10 +57,11 @@ def test_round_slots_per_design_are_reproducible() -> None:
         Slot("ref", 0),
         Slot("ref", 1),
     ]
-    # over rounds every order appears (which copy runs first too): drawn, not fixed
+    # over the 6 rounds of the Williams design on 3 runs every order appears once (which
+    # copy runs first too): balanced, not fixed
     firsts = {
         tuple(orders.round_slots(AA_CONTROL, IDS, reference="ref", seed=1, round_no=r))
-        for r in range(1, 40)
+        for r in range(1, 7)
     }
     assert len(firsts) == 6  # 3! orders of new, ref copy 0, ref copy 1
     assert designs.short_runs_plan(20, 6) == (10, 12)
@@ -141,7 +142,8 @@ def test_aa_arm_false_positive_rate_stays_at_5_pct_under_drift(drift_per_slot: f
 def test_aa_arm_labelled_by_run_order_would_fail_the_check() -> None:
     # The same simulation with the copies labelled by when they ran (copy 0 first):
     # drift then separates them and the A/A check fires far above 5 %. This is what the
-    # drawn, counterbalanced labelling in round_slots prevents; the check above can fail.
+    # balanced orders of round_slots (both copies in every position) prevent; the check
+    # above can fail.
     def first_copy_first(seed: int, r: int) -> list[Slot]:
         slots = orders.round_slots(AA_CONTROL, IDS, reference="ref", seed=seed, round_no=r)
         refs = iter([Slot("ref", 0), Slot("ref", 1)])
@@ -196,3 +198,15 @@ def test_paired_designs_compare_one_run_per_round(design: str) -> None:
     assert result.aa is None
     c = result.comparisons["new"]
     assert c.n_pairs == 6 and c.gain_pct == pytest.approx(10, abs=2) and c.up
+
+
+def test_aa_rounds_pools_the_groups_of_a_grouped_reference() -> None:
+    one = {1: {0: 100.0, 1: 110.0}, 2: {0: 100.0}}
+    assert analysis_designs.aa_rounds([one]) == ({1: 100.0, 2: 100.0}, {1: 110.0})
+    other = {1: {0: 400.0, 1: 360.0}, 2: {0: 50.0, 1: 55.0}}
+    first, second = analysis_designs.aa_rounds([one, other])
+    # round 1: both groups, geometric means; round 2: only the group with both copies
+    assert first == pytest.approx({1: 200.0, 2: 50.0})
+    assert second == pytest.approx({1: math.sqrt(110.0 * 360.0), 2: 55.0})
+    # the round's log ratio is the mean of the groups' own log ratios
+    assert math.log(second[1] / first[1]) == pytest.approx((math.log(1.1) + math.log(0.9)) / 2)

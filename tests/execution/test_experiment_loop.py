@@ -213,3 +213,30 @@ def test_a_changed_matrix_under_the_same_name_is_refused(db: ResultsDB) -> None:
     )
     with pytest.raises(UserError, match="different definition"):
         register(db, other, {})
+
+
+def test_grouped_aa_control_runs_and_pairs_every_groups_reference(db: ResultsDB) -> None:
+    # two reference groups (one per client count): each reference runs a second copy in
+    # every round, and the A/A comparison pairs the copies of both groups
+    exp = spec.from_dict(
+        {
+            "experiment": {"name": "loop", "rounds": 2, "reference": {"block_size": 8}},
+            "design": {"kind": "aa-control"},
+            "matrix": {"postgres": "18", "block_size": [4, 8], "clients": [1, 2], "duration": 5},
+        },
+        base=DATA,
+    )
+    refs = exp.reference_ids()
+    assert len(refs) == 2
+    variants = register(db, exp, {})
+    lab = ReplayLab()
+    loop = Loop(exp, variants, db=db, lab=lab, progress=Silent())
+    assert loop.runs_per_round() == 6
+    out = loop.run(StoppingRule(rounds=2))
+    assert out.runs_done == 12 and out.runs_failed == 0
+    for ref in refs:
+        copies = sorted((r["round"], r["copy_index"]) for r in db.runs("loop", ref))
+        assert copies == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    s = summarize_experiment(db, "loop")
+    assert s.aa is not None and s.aa.n_pairs == 2
+    assert set(s.aa_label.split(", ")) == {exp.variant(r).label for r in refs}

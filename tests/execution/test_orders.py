@@ -1,0 +1,135 @@
+"""Balanced orders (blocklab.execution.orders): over the planned rounds every run takes
+every position equally often, reproducibly from the seed; grouped aa-control runs every
+reference twice."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from blocklab.execution import orders
+from blocklab.execution.orders import Slot
+from blocklab.experiment_file.design import AA_CONTROL, ABBA, PAIRED, SHORT_RUNS
+
+DESIGNS = (PAIRED, ABBA, AA_CONTROL)
+
+
+def _ids(n: int) -> list[str]:
+    return [f"v{i}" for i in range(n)]
+
+
+def _rounds(design: str, ids: list[str], rounds: int, seed: int = 7) -> list[list[Slot]]:
+    return [
+        orders.round_slots(design, ids, reference=ids[0], seed=seed, round_no=r)
+        for r in range(1, rounds + 1)
+    ]
+
+
+def _position_counts(rounds: list[list[Slot]], by_variant: bool = False) -> Counter[object]:
+    """(run, position) -> how often; by_variant: a variant's copies count as one run."""
+    return Counter(
+        (slot.variant_id if by_variant else slot, pos)
+        for slots in rounds
+        for pos, slot in enumerate(slots)
+    )
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("design", DESIGNS)
+def test_every_run_takes_every_position_equally_often(design: str, n: int) -> None:
+    ids = _ids(n)
+    b = orders.balance(design, n)
+    assert b.positions_period == (n + 1 if design == AA_CONTROL else n)
+    for periods in (1, 2, 3):
+        rounds = _rounds(design, ids, periods * b.positions_period)
+        width = len(rounds[0])
+        assert width == orders.runs_per_round(design, n)
+        # abba: each variant runs twice a round, so it takes each position `periods` times
+        # as a variant (either copy); aa-control: each of the reference's copies does
+        counts = _position_counts(rounds, by_variant=design == ABBA)
+        runs = {run for run, _pos in counts}
+        assert len(runs) == (n if design == ABBA else width)
+        assert len(counts) == len(runs) * width
+        assert set(counts.values()) == {periods}  # each (run, position) `periods` times
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_each_run_follows_every_other_equally_often_over_the_williams_period(n: int) -> None:
+    rows = orders.williams_rows(n)
+    assert len(rows) == (n if n % 2 == 0 else 2 * n)
+    follows = Counter((row[i], row[i + 1]) for row in rows for i in range(n - 1))
+    assert len(follows) == n * (n - 1) and len(set(follows.values())) == 1
+    for col in range(n):
+        assert Counter(row[col] for row in rows) == {s: len(rows) // n for s in range(n)}
+
+
+def test_two_variants_alternate_abba_and_baab() -> None:
+    rounds = _rounds(ABBA, ["a", "b"], 4, seed=3)
+    shapes = ["".join(s.variant_id for s in slots) for slots in rounds]
+    assert {shapes[0], shapes[1]} == {"abba", "baab"}
+    assert shapes[2:] == shapes[:2]
+    assert [s.copy for s in rounds[0]] == [0, 0, 1, 1]
+
+
+def test_paired_rounds_alternate_who_runs_first() -> None:
+    # the demo that ran 4k first in all three rounds cannot happen: rounds 1 and 2 differ
+    for seed in range(20):
+        firsts = [orders.round_order(["4k", "8k"], seed, r)[0] for r in (1, 2, 3, 4)]
+        assert firsts[0] != firsts[1] and firsts[:2] == firsts[2:]
+
+
+@pytest.mark.parametrize("design", DESIGNS + (SHORT_RUNS,))
+def test_orders_are_reproducible_and_independent_of_the_ids_order(design: str) -> None:
+    ids = _ids(4)
+    for r in range(1, 9):
+        a = orders.round_slots(design, ids, reference="v0", seed=11, round_no=r)
+        b = orders.round_slots(design, ids[::-1], reference="v0", seed=11, round_no=r)
+        assert a == b == orders.round_slots(design, ids, reference="v0", seed=11, round_no=r)
+
+
+def test_the_seed_picks_the_labelling() -> None:
+    ids = _ids(4)
+    firsts = {tuple(orders.round_order(ids, seed, 1)) for seed in range(40)}
+    assert len(firsts) > 10  # the seed relabels the design: many first rounds
+    # stable across processes: random.Random(str) seeds from the string's bytes
+    assert orders.round_order(["a", "b", "c", "d"], 1, 1) == ["a", "b", "d", "c"]
+
+
+def test_grouped_aa_control_runs_every_reference_twice() -> None:
+    ids = ["r1", "x1", "r2", "x2", "r3"]
+    refs = ["r1", "r2", "r3"]
+    b = orders.balance(AA_CONTROL, len(ids), len(refs))
+    assert b.positions_period == 8 and orders.runs_per_round(AA_CONTROL, 5, 3) == 8
+    rounds = [
+        orders.round_slots(AA_CONTROL, ids, reference="r1", seed=2, round_no=r, references=refs)
+        for r in range(1, 17)
+    ]
+    for slots in rounds:
+        per_variant = Counter(s.variant_id for s in slots)
+        assert per_variant == {"r1": 2, "r2": 2, "r3": 2, "x1": 1, "x2": 1}
+        assert sorted(s.copy for s in slots if s.variant_id in refs) == [0, 0, 0, 1, 1, 1]
+    assert set(_position_counts(rounds).values()) == {2}  # both copies of every reference
+
+
+def test_grouped_aa_control_refuses_a_reference_that_is_not_a_variant() -> None:
+    from blocklab.errors import UserError
+
+    with pytest.raises(UserError, match="reference"):
+        orders.round_slots(
+            AA_CONTROL, ["a", "b"], reference="a", seed=1, round_no=1, references=["a", "z"]
+        )
+
+
+def test_balance_note_says_when_rounds_do_not_balance() -> None:
+    assert orders.balance_note(ABBA, 2, 6).startswith("orders balanced over 6 rounds")
+    note = orders.balance_note(ABBA, 2, 3)
+    assert note.startswith("rounds 3 is not a multiple of 2: positions balanced only over")
+    assert "first 2 rounds" in note
+    # 3 variants: positions every 3 rounds, which follows which every 6
+    assert "balanced only over the first 0 rounds (a multiple of 6)" in orders.balance_note(
+        PAIRED, 3, 3
+    )
+    assert orders.balance_note(AA_CONTROL, 2, 6).startswith("orders balanced over 6 rounds")
+    assert "not a multiple of 3" in orders.balance_note(AA_CONTROL, 2, 4)
+    assert "nothing to balance" in orders.balance_note(PAIRED, 1, 3)
