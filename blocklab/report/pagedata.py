@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blocklab.report import data, manifest, shape
+from blocklab.report import data, manifest, panels, shape
 from blocklab.report.data import ExperimentView
 
 PALETTE = (
@@ -98,9 +98,13 @@ def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
 
 
 def run_json(detail: data.RunDetail, throughput_name: str = "tps") -> dict[str, Any]:
+    """A run page's series, its panels (blocklab.report.panels) and its checkpoints."""
     ts = [t for pts in detail.series.values() for t, _ in pts]
+    page_panels = panels.run_panels(detail.series, throughput_name)
+    drawn = {s["key"] for p in page_panels for c in p["charts"] for s in c["series"]}
     return {
-        "series": {k: compact(v) for k, v in detail.series.items()},
+        "series": {k: compact(v) for k, v in detail.series.items() if k in drawn},
+        "panels": page_panels,
         "ma10": compact(shape.moving_average(data.throughput_series(detail.series), 10.0)),
         "throughput": compact(data.throughput_series(detail.series)),
         "throughput_name": throughput_name,

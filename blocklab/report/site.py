@@ -26,6 +26,7 @@ from blocklab.economics import device_store
 from blocklab.errors import UserError
 from blocklab.report import csvout, data, devices, manifest, parallel
 from blocklab.report.data import ExperimentView, RunView, VariantView
+from blocklab.report.headline import experiment_answer
 from blocklab.report.pagedata import (
     compare_json,
     experiment_json,
@@ -198,6 +199,7 @@ def _generate(db: ResultsStore, results: Path, w: Writer) -> tuple[int, int]:
         page="index",
         charts=False,
         experiments=exps,
+        answers={e.slug: experiment_answer(db, e) for e in exps},
         results=db.location,
         latest=max((r.ended_at or "" for e in exps for r in e.runs), default=""),
         device_profiles=device_store.profiles(db),
@@ -461,6 +463,7 @@ def write_run(
     w.file(f"{rel_dir}/{run.id}-series.csv").write_text(csvout.wide(detail.series), newline="")
     w.files.add(f"{rel_dir}/{run.id}-raw/")
     raw_files = copy_raw(results, run.raw_dir, w.out / rel_dir / f"{run.id}-raw", f"{run.id}-raw")
+    page = run_json(detail, exp.throughput_name)
     w.page(
         f"{rel_dir}/{run.id}.html",
         "run.html",
@@ -471,7 +474,8 @@ def write_run(
         checkpoints=detail.checkpoints,
         raw_files=raw_files,
         has_series=any(detail.series.values()),
-        data=run_json(detail, exp.throughput_name),
+        panels=page["panels"],
+        data=page,
     )
 
 

@@ -225,7 +225,8 @@ def test_file_index_click_through_to_a_run(site: Path, page: Page) -> None:
     p.click("a.run-link >> nth=0")
     page.ready()
     assert re.search(r"/runs/\d+\.html$", p.url)
-    for chart in ("chart-tps", "chart-latency", "chart-latency-log", "chart-io", "chart-cpu"):
+    charts = ("chart-tps", "chart-latency", "chart-latency-log", "chart-device-write", "chart-cpu")
+    for chart in charts:
         assert p.locator(f"#{chart} .main-svg").count() > 0, chart
         assert shot(page, f"#{chart}", chart) > 0.05, chart  # lines and checkpoint shading
     ma_line = near_share(png_of(page, "#chart-tps", "chart-tps"), (0x1F, 0x5F, 0xA8))
@@ -393,12 +394,90 @@ def test_run_page_states_the_final_flush_and_leaves_it_out_of_the_lines(
         assert not any("final_flush" in t for t in titles), titles  # no chart of its own
         # no line reaches the final flush's stamp (60.02 s): it is not a point of a line
         assert all(x < 60.01 for c in charts for _, x in c["traces"]), charts
-        io = next(c for c in charts if c["title"].startswith("Device and WAL"))
-        assert "host device (shared) write MB/s" in [name for name, _ in io["traces"]]
-        assert any("final flush" in n and "wal bytes 1.23 MB" in n for n in io["notes"]), io
-        assert shot(page, "#chart-io", "chart-io-final-flush") > 0.02
-        hits = next(c for c in charts if c["title"] == "blks_hit_per_s")
-        assert any("final flush" in n and "blks hit 31,000" in n for n in hits["notes"]), hits
+        io = next(c for c in charts if c["title"].startswith("Device writes"))
+        assert "host device (shared)" in [name for name, _ in io["traces"]]
+        wal = next(c for c in charts if c["title"] == "WAL volume (MiB/s)")
+        flushed = "WAL generated (pg_stat_wal) 1.18 MiB"  # 1,234,000 bytes
+        assert any("final flush" in n and flushed in n for n in wal["notes"]), wal
+        assert shot(page, "#chart-device-write", "chart-io-final-flush") > 0.02
+        hits = next(c for c in charts if c["title"].startswith("Shared buffer hits"))
+        assert any("final flush" in n and "buffer hits 31,000" in n for n in hits["notes"]), hits
+        page.check_clean()
+    finally:
+        page.ctx.close()
+
+
+def _with_zero_series(results: Path, experiment: str) -> int:
+    """One stored run gets the counters a probe records, some of them zero throughout."""
+    from blocklab.store import ResultsDB
+
+    with ResultsDB(results) as db:
+        run_id = next(r["id"] for r in db.runs(experiment) if r["status"] == "ok")
+        rows = []
+        for t in range(1, 61):
+            for key, v in (
+                ("wal_fpi_per_s", 300.0 + t),
+                ("wal_records_per_s", 5000.0),
+                ("checkpointer_write_bytes_per_s", 2e6 if 18 <= t < 28 else 0.0),
+                ("n_tup_upd_per_s", 1200.0),
+                ("n_tup_hot_upd_per_s", 1100.0),
+                ("n_tup_newpage_upd_per_s", 0.0),
+                ("bgwriter_write_bytes_per_s", 0.0),
+                ("relation_extend_bytes_per_s", 0.0),
+            ):
+                rows.append((run_id, key, float(t), v))
+        with db.tx() as c:
+            c.executemany("INSERT INTO series VALUES (?,?,?,?)", rows)
+    return run_id
+
+
+def test_run_page_groups_series_in_panels_and_folds_the_zero_ones(
+    tmp_path: Path, browser: Any, shots: Path
+) -> None:
+    results = tmp_path / "results"
+    write_synthetic_results(
+        results, name="panels", fs_block_sizes=(4096,), rounds=4, failed_run=False
+    )
+    run_id = _with_zero_series(results, "panels")
+    build_site(results, tmp_path / "site")
+    page = Page(browser, shots)
+    try:
+        p = page.page
+        p.goto((tmp_path / "site" / "e" / "panels" / "runs" / f"{run_id}.html").as_uri())
+        page.ready()
+        heads = p.locator("section.series-panel > h2").all_text_contents()
+        assert heads == [
+            "Throughput and latency",
+            "WAL",
+            "Device I/O",
+            "Buffers, background writer and checkpoints",
+            "Tuples and HOT",
+            "CPU and memory",
+        ]
+        wal = p.locator("#panel-wal h3").all_text_contents()
+        assert wal == ["WAL volume (MiB/s)", "WAL records and full-page images (/s)"]
+        assert p.locator("#chart-wal-records .main-svg").count() > 0
+        names = p.evaluate("document.getElementById('chart-wal-records').data.map(t => t.name)")
+        assert names == ["WAL records", "full-page images"]
+        tuples = p.locator("#panel-tuples .zero").inner_text()
+        assert tuples.startswith("zero throughout: updates onto a new page")
+        buffers = p.locator("#panel-buffers .zero").inner_text()
+        assert "background writer, relations extended" in buffers
+        assert "checkpointer" not in buffers  # it wrote during the checkpoint: drawn
+        title = p.locator("#panel-tuples h3").first.get_attribute("title")
+        assert title == "columns: n_tup_upd_per_s, n_tup_hot_upd_per_s"
+        raw = p.locator("#panel-tuples .zero details.raw-names")
+        assert not raw.locator("code").first.is_visible()
+        raw.locator("summary").click()
+        assert raw.locator("code").all_text_contents() == ["n_tup_newpage_upd_per_s"]
+        assert p.locator(".js-plotly-plot").count() == 10  # no chart of a zero series
+        assert shot(page, "#panel-wal", "run-panel-wal") > 0.05
+        p.screenshot(path=str(shots / "run-page.png"), full_page=True)
+        p.goto((tmp_path / "site" / "index.html").as_uri())
+        answer = p.locator("#experiments td.answer").inner_text()
+        assert "vs bs=8k" in answer and re.search(r"[+-]\d+\.\d % \([+-]", answer)
+        assert re.search(r"faster|slower|no difference detected", answer)
+        p.screenshot(path=str(shots / "index.png"), full_page=True)
         page.check_clean()
     finally:
         page.ctx.close()

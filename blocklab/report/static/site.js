@@ -323,64 +323,32 @@
 
   // The probes keep what client backends flushed as they exited (after the last 1 Hz
   // sample) apart from the per-second line: "<counter>_final_flush", one amount, not a
-  // rate (blocklab/probes/derived.py, build_series). It is never drawn as a point of the
-  // line; the chart states it.
-  const FINAL_FLUSH = "_final_flush";
-
-  function flushNote(s, keys) {
-    const parts = [];
-    for (const k of keys) {
-      const pts = s[k.replace(/_per_s$/, "") + FINAL_FLUSH];
-      if (!pts || !pts.length || pts[0][1] === null) continue;
-      const v = pts[0][1];
-      const what = k.replace(/_per_s$/, "").replace(/_/g, " ");
-      parts.push(what + " " + (/_bytes_per_s$/.test(k) ? fmt(v / 1e6) + " MB" : fmt(v)));
-    }
-    if (!parts.length) return [];
+  // rate (blocklab/probes/derived.py, build_series). It is never drawn as a point of a
+  // line; the chart states it (the note blocklab/report/panels.py writes).
+  function flushNote(text) {
+    if (!text) return [];
     return [{ xref: "paper", yref: "paper", x: 1, y: 1, xanchor: "right", yanchor: "top",
-      showarrow: false, align: "right", font: { size: 10, color: "#666" },
-      text: "not drawn, flushed as the backends exited (final flush): " + parts.join(", ") }];
+      showarrow: false, align: "right", font: { size: 10, color: "#666" }, text: text }];
   }
 
-  function deviceName(k) {
-    // <scope>_<read|write>_bytes_per_s, scope device_<roles> or host_device[_<roles>]
-    const m = /^(host_device|device)(?:_(\w+?))?_(write|read)_bytes_per_s$/.exec(k);
-    if (!m) return k;
-    const roles = m[2] ? m[2].replace(/_/g, " + ") : "";
-    const who = m[1] === "host_device" ? "host device (shared" + (roles ? ", " + roles : "") + ")"
-      : roles + " device";
-    return who + " " + m[3] + " MB/s";
-  }
-
+  // The panels and their charts come from blocklab/report/panels.py (labels, units, the
+  // divisor of each chart's values); the throughput chart adds its moving average.
   function initRun(d) {
     const s = d.series;
-    // device series per scope, as the probes name them (blocklab/probes/derived.py)
-    const device = Object.keys(s).filter((k) => /^(host_)?device(_\w+)?_(write|read)_bytes_per_s$/.test(k)).sort();
-    const flushed = Object.keys(s).filter((k) => k.endsWith(FINAL_FLUSH));
-    const used = new Set(["tps", "latency_ms", "latency_max_ms", "wal_bytes_per_s", ...device, ...flushed]);
-    lineChart("chart-tps", [line(d.throughput || s.tps, d.throughput_name || "tps", { line: { width: 1, color: "#9bb7d4" } }),
-      line(d.ma10, "10-second moving average", { line: { width: 2.5, color: "#1f5fa8" } })], d);
-    const lat = [line(s.latency_ms, "latency (ms)", { line: { color: "#6a3d9a" } }),
-      line(s.latency_max_ms, "max latency (ms)", { line: { color: "#cab2d6", dash: "dot" } })];
-    lineChart("chart-latency", lat, d);
-    lineChart("chart-latency-log", lat.map((t) => t && Object.assign({}, t)), d, { type: "log", rangemode: "normal" });
-    lineChart("chart-io", [...device.map((k) => line(s[k], deviceName(k), {}, 1e6)),
-      line(s.wal_bytes_per_s, "WAL MB/s (PostgreSQL)", {}, 1e6)], d, null, flushNote(s, ["wal_bytes_per_s"]));
-    const cpu = Object.keys(s).filter((k) => k.startsWith("cpu_")).sort();
-    cpu.forEach((k) => used.add(k));
-    lineChart("chart-cpu", cpu.map((k) => line(s[k], k.replace(/^cpu_|_pct$/g, "") + " %")), d);
-    const other = document.getElementById("other-charts");
-    for (const k of Object.keys(s).sort()) {
-      if (used.has(k) || !other) continue;
-      const box = document.createElement("div");
-      const h = document.createElement("h3");
-      h.textContent = k;
-      const div = document.createElement("div");
-      div.className = "chart";
-      box.appendChild(h);
-      box.appendChild(div);
-      other.appendChild(box);
-      lineChart(div, [line(s[k], k)], d, null, flushNote(s, [k]));
+    for (const p of d.panels || []) {
+      for (const c of p.charts) {
+        const notes = flushNote(c.note);
+        let traces;
+        if (c.id === "tps") {
+          traces = [line(d.throughput, d.throughput_name || "tps", { line: { width: 1, color: "#9bb7d4" } }),
+            line(d.ma10, "10-second moving average", { line: { width: 2.5, color: "#1f5fa8" } })];
+        } else {
+          traces = c.series.map((x) => line(s[x.key], x.label, {}, c.scale));
+        }
+        lineChart("chart-" + c.id, traces, d, null, notes);
+        if (c.log_copy) lineChart("chart-" + c.id + "-log", traces.map((t) => t && Object.assign({}, t)), d,
+          { type: "log", rangemode: "normal" }, notes);
+      }
     }
   }
 
