@@ -115,8 +115,7 @@ def run_cmd(
     exp = _load(file, rounds, duration, scale, clients)
     exp.check_commands_allowed(allow_command_settings)
     check_machine(exp, paths)
-    # before anything starts: a home made by `mktemp -d` (0700) would fail the build's
-    # check, run as the server user, minutes later
+    # before anything starts: a home made by `mktemp -d` (0700) fails the build's check
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
     rule = StoppingRule(
         rounds=exp.rounds,
