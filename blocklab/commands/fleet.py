@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from blocklab.commands.options import (
+    allow_commands_option,
     check_experiment_numbers,
     experiment_options,
     results_option,
@@ -226,12 +227,13 @@ def status_cmd(results: str | None, experiment: str | None) -> None:
     from rich.table import Table
 
     from blocklab.fleet import queue
-    from blocklab.fleet.status import fleet_status, fmt_eta
+    from blocklab.fleet.status import command_settings_asked, fleet_status, fmt_eta
 
     _, target = _target(results)
     queue.require_installed(target)
     with queue.connect(target) as conn:
         rows = fleet_status(conn, experiment)
+        asked = command_settings_asked(conn, [s.experiment for s in rows])
     out = console()
     table = Table(title=f"fleet jobs in {target.display}")
     for col in (
@@ -270,6 +272,12 @@ def status_cmd(results: str | None, experiment: str | None) -> None:
                 f"blocklab fleet cancel --host {s.host}, or fleet move --from {s.host} --to OTHER",
                 highlight=False,
             )
+    for name, names in asked.items():
+        out.print(
+            f"experiment {name} asks for settings that run commands or load libraries: "
+            f"{', '.join(names)} (its agents need --allow-command-settings)",
+            highlight=False,
+        )
     if not rows:
         out.print("no fleet jobs")
 
@@ -339,7 +347,10 @@ def move_cmd(src: str, dst: str, results: str | None, experiment: str | None) ->
 @click.option("--host", "host", required=True, help="this host's name in the fleet")
 @results_option
 @click.option("--until-idle", is_flag=True, help="stop when the host's queue is empty")
-def agent_cmd(host: str, results: str | None, until_idle: bool) -> None:
+@allow_commands_option
+def agent_cmd(
+    host: str, results: str | None, until_idle: bool, allow_command_settings: bool
+) -> None:
     """Run this host's fleet jobs, one at a time, until stopped (SIGINT/SIGTERM let the
     current job finish)."""
     from blocklab.fleet.agent import Agent
@@ -355,6 +366,7 @@ def agent_cmd(host: str, results: str | None, until_idle: bool) -> None:
 
     open_home(paths, lambda m: err.print(m, highlight=False))  # before the first job
     agent = Agent(host, target, spec, paths, lambda m: err.print(m, highlight=False))
+    agent.allow_command_settings = allow_command_settings
     agent.serve(until_idle=until_idle)
     err.print(f"agent {host}: {agent.jobs_done} jobs done", highlight=False)
 

@@ -44,6 +44,13 @@ def choice_option(flag: str, choices: Sequence[str], default: str, help: str) ->
     )
 
 
+allow_commands_option = click.option(
+    "--allow-command-settings",
+    is_flag=True,
+    help="allow settings that run shell commands or load libraries (archive_command, "
+    "shared_preload_libraries, ...) when the experiment sets [experiment] allow_commands = true",
+)
+
 OVERRIDE_HELP = " (with FILE: replaces a fixed matrix value; stored as another experiment)"
 
 

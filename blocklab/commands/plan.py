@@ -182,6 +182,13 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
     )
     console.print(_variants_table(p))
     _settings_table(p, console, catalogue_of)
+    if exp.command_settings():  # allowed by the file (else the load refused it)
+        console.print(
+            f"[yellow]note[/yellow] settings that run commands or load libraries: "
+            f"{', '.join(exp.command_settings())}; `run` and `agent` need "
+            "--allow-command-settings",
+            highlight=False,
+        )
     _counts(p, console)
     console.print("[bold]round 1 order:[/bold] " + " → ".join(p.first_round))
     console.print(p.order_note, highlight=False)

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 
 from blocklab.commands.options import (
+    allow_commands_option,
     check_experiment_numbers,
     experiment_options,
     results_option,
@@ -74,6 +75,7 @@ def _load(
 @experiment_options
 @click.option("--time-budget", help="stop adding rounds after this long (e.g. 30m, 2h)")
 @click.option("--quiet", "-q", is_flag=True, help="one line per run instead of a progress bar")
+@allow_commands_option
 def run_cmd(
     file: Path | None,
     results: str | None,
@@ -85,6 +87,7 @@ def run_cmd(
     max_rounds: int | None,
     time_budget: str | None,
     quiet: bool,
+    allow_command_settings: bool,
 ) -> None:
     """Run an experiment file, or the built-in demo (4 kB vs 8 kB pages) without one."""
     check_experiment_numbers(
@@ -103,17 +106,16 @@ def run_cmd(
     from blocklab.analysis.summary_table import print_summary
     from blocklab.execution.experiment import StoppingRule
     from blocklab.execution.preflight import check_machine
+    from blocklab.postgres.cluster import open_home
     from blocklab.store.factory import check_results, open_results
 
     budget_s = _duration_s(time_budget, "--time-budget")
     paths = _paths()
     check_results(results)
     exp = _load(file, rounds, duration, scale, clients)
+    exp.check_commands_allowed(allow_command_settings)
     check_machine(exp, paths)
-    # before anything starts: a home made by `mktemp -d` (0700) would fail the build's
-    # check, run as the server user, minutes later
-    from blocklab.postgres.cluster import open_home
-
+    # before anything starts: a home made by `mktemp -d` (0700) fails the build's check
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
     rule = StoppingRule(
         rounds=exp.rounds,

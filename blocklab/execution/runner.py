@@ -28,7 +28,7 @@ from blocklab.execution import controls as controls_mod
 from blocklab.execution.controls import RunControls
 from blocklab.execution.run_record import finished_record
 from blocklab.execution.run_state import ProbeResultLike, RunLabel, RunState, RunTarget
-from blocklab.postgres.cluster import Cluster
+from blocklab.postgres.cluster import Cluster, ServerStartError
 from blocklab.probes import ProbeContext
 from blocklab.store import RunRecord
 from blocklab.timestamps import now_iso
@@ -99,6 +99,8 @@ def run_one(
         _execute(target, acc, instrumentation, log, log_offset)
     except UserError:
         raise
+    except ServerStartError as e:
+        acc.reason = acc.reason or start_failure_reason(e, raw_dir / "server.log")
     except (BlocklabError, OSError) as e:
         acc.reason = acc.reason or f"{type(e).__name__}: {e}"
         # a step after pgbench may fail because the server died just before: look again
@@ -390,6 +392,15 @@ ENOSPC_TEXT = "No space left on device"
 NO_SPACE_PREFIX = "no space left on "
 SERVER_START_FAILED = "the server did not start"
 LOG_PREFIX = re.compile(r"^\d+\.\d+ \[\d+\] ")  # log_line_prefix '%n [%p] '
+
+
+def start_failure_reason(e: ServerStartError, kept_log: Path) -> str:
+    """A failed start's reason: pg_ctl's cause, this start's own log lines, and the copy
+    of the log kept with the run (the server's directory is removed when the lab closes)."""
+    return (
+        f"RunError: {SERVER_START_FAILED}: {e.cause}; this run's server log is kept in "
+        f"{kept_log}\n{e.log_tail}"
+    )
 
 
 def no_space_on(target: RunTarget, text: str) -> str:

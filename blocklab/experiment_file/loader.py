@@ -13,12 +13,21 @@ from typing import Any
 
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as run_design
-from blocklab.experiment_file import fleet, matrix, selectors
+from blocklab.experiment_file import fleet, matrix, selectors, settings
 from blocklab.experiment_file.design import AA_CONTROL
 from blocklab.experiment_file.dimensions import Dimension
 from blocklab.experiment_file.experiment import Experiment, default_seed
 from blocklab.experiment_file.matrix import Combo
-from blocklab.experiment_file.values import check_keys, choice, fail, integer, number, string, table
+from blocklab.experiment_file.values import (
+    boolean,
+    check_keys,
+    choice,
+    fail,
+    integer,
+    number,
+    string,
+    table,
+)
 from blocklab.model import Variant
 from blocklab.postgres import settings_policy as policies
 
@@ -33,6 +42,7 @@ EXPERIMENT_KEYS = (
     "until_ci_pct",
     "max_rounds",
     "time_budget_s",
+    "allow_commands",
 )
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 OVERRIDABLE = {"scale": "s", "clients": "c", "duration": "d"}  # matrix key -> name suffix
@@ -154,6 +164,7 @@ def _experiment_meta(head: dict[str, Any]) -> dict[str, Any]:
             head.get("settings_policy", "native"), "experiment.settings_policy", policies.POLICIES
         ),
         "reference": head.get("reference"),
+        "allow_commands": boolean(head.get("allow_commands", False), settings.ALLOW_KEY),
     }
     return meta | _stopping(head, rounds)
 
@@ -190,6 +201,9 @@ def _assemble(
     variants = [matrix.to_variant(c, dims, labels[i], policy) for i, c in enumerate(combos)]
     for v in variants:
         _check_driver_server(v)
+    settings.check_allowed(
+        settings.command_settings(s for v in variants for s in v.settings), meta["allow_commands"]
+    )
     ids = [v.variant_id for v in variants]
     hosts = fleet.host_assignment(data.get("fleet"), combos, ref_index, labels, vocab)
     return Experiment(

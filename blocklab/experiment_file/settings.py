@@ -4,6 +4,7 @@ varies one setting, and each varied setting is a dimension of its own ("settings
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,52 @@ RESERVED = (
     "hba_file",
     "ident_file",
 )
+
+# Settings with which the server runs a shell command or loads a shared library of the
+# value's choosing (PostgreSQL's documentation: "Archiving", "Archive Recovery",
+# "Shared Library Preloading", "Other Defaults", "SSL", JIT "Pluggable JIT Providers").
+# Through a fleet queue whoever can submit an experiment could run code on every agent,
+# so they are refused unless the experiment says `[experiment] allow_commands = true`
+# and the command running it was started with --allow-command-settings.
+# ssl_passphrase_command_supports_reload only says when the command runs: harmless.
+COMMAND_SETTINGS = (
+    "archive_command",  # shell command per WAL segment
+    "archive_library",  # library that archives (PostgreSQL 15+)
+    "restore_command",  # shell command in archive recovery
+    "archive_cleanup_command",  # shell command at every restartpoint
+    "recovery_end_command",  # shell command at the end of recovery
+    "ssl_passphrase_command",  # shell command for the SSL key's passphrase
+    "shared_preload_libraries",  # libraries loaded by the postmaster
+    "local_preload_libraries",  # libraries loaded by every backend
+    "session_preload_libraries",  # libraries loaded by every backend (superuser's list)
+    "dynamic_library_path",  # where the libraries above are looked for
+    "jit_provider",  # library loaded as the JIT provider
+    "extension_control_path",  # where extensions (and their libraries) are found (18+)
+)
+ALLOW_KEY = "experiment.allow_commands"
+ALLOW_FLAG = "--allow-command-settings"
+
+
+def runs_commands(name: str, value: str) -> bool:
+    """True when the setting `name = value` makes the server run a command or load a
+    library (an empty value, '' or "", runs nothing)."""
+    return name in COMMAND_SETTINGS and value.strip().strip("'\"").strip() != ""
+
+
+def command_settings(settings: Iterable[tuple[str, str]]) -> list[str]:
+    """The names among `settings` (name, value) that run commands, sorted, once each."""
+    return sorted({n for n, v in settings if runs_commands(n, v)})
+
+
+def check_allowed(names: list[str], allowed_by_file: bool) -> None:
+    """UserError naming the first setting that runs commands unless the file allows it."""
+    if names and not allowed_by_file:
+        raise fail(
+            f"matrix.settings.{names[0]}",
+            "runs a shell command or loads a shared library on the server's host; refused "
+            f"unless the experiment sets {ALLOW_KEY} = true and it is run with {ALLOW_FLAG}",
+            f"settings other than {', '.join(COMMAND_SETTINGS)}",
+        )
 
 
 def read(raw: Any, base: Path) -> list[Dimension]:

@@ -42,6 +42,7 @@ class Agent:
         self.paths = paths
         self.log = log
         self.jobs_done = 0
+        self.allow_command_settings = False  # --allow-command-settings
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -151,6 +152,7 @@ class Agent:
         with queue.connect(self.target) as conn:
             sub = registry.load(conn, job.experiment)
         exp = sub.experiment()
+        exp.check_commands_allowed(self.allow_command_settings)
         progress = QuietProgress(console(stderr=True))
         with open_store(self.results_spec) as db:
             register(db, exp, {**host_facts(), "fleet_host": self.host})

@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 
+from blocklab.fleet import registry
 from blocklab.fleet.hosts import QUEUE_PREFIX, host_of
 from blocklab.fleet.queue import STALLED_S
 
@@ -110,3 +111,16 @@ def fleet_status(conn: psycopg.Connection[Any], experiment: str | None) -> list[
             table[(exp, host)].failures.append(f"round {rnd}: {reason}")
     rows = sorted(table.values(), key=lambda s: (s.experiment, s.host))
     return [s for s in rows if experiment is None or s.experiment == experiment]
+
+
+def command_settings_asked(
+    conn: psycopg.Connection[Any], experiments: Sequence[str]
+) -> dict[str, list[str]]:
+    """The queued experiments whose settings run commands or load libraries, with those
+    settings (their agents must be started with --allow-command-settings)."""
+    out: dict[str, list[str]] = {}
+    for name in dict.fromkeys(experiments):
+        names = registry.load(conn, name).experiment().command_settings()
+        if names:
+            out[name] = names
+    return out

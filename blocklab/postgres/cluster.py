@@ -46,6 +46,29 @@ BASE_SETTINGS = {
 MemoryHook = Callable[[int], None]
 
 
+class ServerStartError(RunError):
+    """pg_ctl start failed. `cause` is pg_ctl's reason, `log_tail` the last lines this
+    start wrote to the server log (never an earlier start's: the log is shared by the
+    variants of one build on one storage), `log_path` the log they came from."""
+
+    def __init__(self, cause: str, log_path: Path, log_tail: str):
+        self.cause = cause
+        self.log_path = log_path
+        self.log_tail = log_tail
+        super().__init__(f"the server did not start: {cause}; see {log_path}\n{log_tail}")
+
+
+def log_tail_since(path: Path, offset: int, lines: int = 20) -> str:
+    """The last `lines` lines written to `path` after byte `offset` ('' when unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
 def server_user() -> proc.User:
     """The unprivileged OS user postgres runs as; created (useradd --system) if missing."""
     try:
@@ -259,6 +282,7 @@ class Cluster:
     def start(self) -> int:
         """Start with pg_ctl -w; return the postmaster PID (from postmaster.pid)."""
         self._prepare_runtime_dirs()
+        log_offset = self.log_path.stat().st_size  # this start's lines begin here
         self.state.add("server", self.ident, data_dir=self.ident, pid=None, port=self.port)
         faults.step("server_start")
         argv = [
@@ -276,9 +300,10 @@ class Cluster:
             proc.run(argv, user=self.user, timeout_s=START_TIMEOUT_S + 30)
         except CommandError as e:
             self._after_failed_start()
-            raise RunError(
-                f"the server did not start: {e.reason or f'exit code {e.returncode}'}; "
-                f"see {self.log_path}\n{self._log_tail()}"
+            raise ServerStartError(
+                e.reason or f"exit code {e.returncode}",
+                self.log_path,
+                log_tail_since(self.log_path, log_offset),
             ) from e
         self.pid = postmaster_pid(self.data_dir)
         if self.pid is None:
@@ -361,12 +386,6 @@ class Cluster:
     def _forget(self) -> None:
         self.pid = None
         self.state.remove("server", self.ident)
-
-    def _log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
 
     # -- queries ------------------------------------------------------------------------
     def psql(self, sql: str, *, timeout_s: float = 600.0, dbname: str = DBNAME) -> str:

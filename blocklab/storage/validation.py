@@ -11,7 +11,7 @@ from blocklab.errors import StorageError, UserError
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths, check_own_dir
 from blocklab.storage import capabilities, cgroup, safety
-from blocklab.storage.devices import device_for_path
+from blocklab.storage.devices import device_for_path, mount_for_path
 from blocklab.storage.kinds import (
     DEFAULT_BLOCK_SIZE,
     FS_KINDS,
@@ -32,6 +32,7 @@ def validate(req: StorageRequest, *, paths: Paths, key: str = "storage") -> None
     """Raise UserError for anything blocklab or this machine cannot provision."""
     if req.kind == "dir":
         _validate_dir(req, key)
+        _counted_dir(Path(req.path) if req.path else paths.work / "dirs", key)
     elif req.kind in FS_KINDS:
         _validate_fs(req, paths, key)
         _validate_loop(req, key)
@@ -70,10 +71,26 @@ def _validate_dir(req: StorageRequest, key: str) -> None:
         check_own_dir(path, f"{key}.path")
         if path.exists() and not path.is_dir():
             raise UserError(f"{key}.path: {req.path} exists and is not a directory")
-        try:
-            device_for_path(_existing_ancestor(path))
-        except StorageError as e:
-            raise UserError(f"{key}.path: {e}") from None
+
+
+def _counted_dir(path: Path, key: str) -> None:
+    """Refuse (at plan) a dir storage whose file system has no block device to count."""
+    where = _existing_ancestor(path)
+    try:
+        device_for_path(where)
+    except StorageError:
+        mount = mount_for_path(where)
+        raise UserError(uncounted_dir_message(key, path, mount.fstype if mount else "?")) from None
+
+
+def uncounted_dir_message(key: str, path: Path, fstype: str) -> str:
+    """What to do when kind 'dir' lands on a file system without a block device (pure)."""
+    return (
+        f"{key}: kind 'dir' puts the server in {path}, on {fstype} (no block device): "
+        "device counters cannot be read there, and blocklab measures I/O with them; "
+        f"allowed: {key}.path = a directory on a block-device file system (ext4, xfs, "
+        f"btrfs), BLOCKLAB_HOME on one, or {key}.kind = 'ext4' or 'xfs' (a loop image, as root)"
+    )
 
 
 def _existing_ancestor(path: Path) -> Path:

@@ -26,6 +26,7 @@ EXPERIMENT = """
 name = "server-faults"
 rounds = 2
 reference = "shared_preload_libraries=''"
+allow_commands = true  # the missing preload library makes the server refuse to start
 
 [matrix]
 postgres = "18"
@@ -80,7 +81,7 @@ def test_server_faults_are_failed_runs_and_the_experiment_goes_on(paths: Paths, 
     with open(out, "wb") as f:
         p = subprocess.Popen(
             [sys.executable, "-m", "blocklab.cli", "run", str(exp), "--results", str(results)]
-            + ["--quiet"],
+            + ["--quiet", "--allow-command-settings"],
             env=env_for(home, paths),
             stdout=f,
             stderr=f,
