@@ -10,8 +10,11 @@ DEMO_ARGS ?=
 
 # Debian packages: PostgreSQL build dependencies, file-system tools, Debian's
 # PostgreSQL 15 binaries (a second code path for the probes), Chromium for report tests,
-# fio for device profiles, sysbench for its workload driver.
+# fio for device profiles, sysbench for its workload driver. liblz4-dev, libzstd-dev and
+# liburing-dev: every build is configured --with-lz4 --with-zstd (wal_compression) and,
+# from PostgreSQL 18, --with-liburing (io_method = io_uring).
 APT_PACKAGES := bison flex gcc make pkg-config zlib1g-dev libicu-dev libreadline-dev \
+	liblz4-dev libzstd-dev liburing-dev \
 	dpkg-dev ca-certificates e2fsprogs xfsprogs btrfs-progs util-linux procps \
 	python3-venv postgresql-15 postgresql-client-15 chromium sqlite3 fio sysbench
 

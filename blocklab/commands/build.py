@@ -94,6 +94,15 @@ def build_command(
         f"geometry: {inst.block_size_bytes} B pages, {inst.wal_block_size_bytes} B WAL blocks, "
         f"{inst.segsize_gb} GB segments"
     )
+    click.echo(f"features {features_label(inst)}")
+
+
+def features_label(inst: Installation) -> str:
+    """The optional libraries configured in ("lz4 zstd liburing"); "none" for a build
+    made without them (before blocklab configured them), "?" when nothing says."""
+    if inst.features is None:
+        return "?"
+    return " ".join(inst.features) or "none"
 
 
 def _builds_table(builds: list[Installation]) -> None:
@@ -105,6 +114,7 @@ def _builds_table(builds: list[Installation]) -> None:
     table.add_column("version")
     table.add_column("page/WAL/seg", no_wrap=True)
     table.add_column("patches")
+    table.add_column("features")
     table.add_column("MiB", justify="right")
     table.add_column("built (UTC)")
     for b in builds:
@@ -114,6 +124,7 @@ def _builds_table(builds: list[Installation]) -> None:
             b.version,
             f"{b.block_size_bytes // 1024}k/{b.wal_block_size_bytes // 1024}k/{b.segsize_gb}G",
             ", ".join(patches) or "-",
+            features_label(b),
             f"{int(b.manifest.get('size_bytes', 0)) / 1024**2:.0f}",
             str(b.manifest.get("created_at", ""))[:16].replace("T", " "),
         )

@@ -34,10 +34,13 @@ def _request_key(req: BuildRequest | dict[str, Any] | None) -> str:
 
 
 def cached_installations() -> dict[str, Installation]:
-    """The builds the cache holds, by the request stored in each manifest."""
-    from blocklab.postgres.build import cached_builds
+    """The builds the cache holds, by the request stored in each manifest; a build made
+    before blocklab configured the optional libraries (lz4, zstd, liburing) is not one
+    a run would use (blocklab.postgres.build.is_current)."""
+    from blocklab.postgres.build import cached_builds, is_current
 
-    return {_request_key(i.manifest.get("request")): i for i in cached_builds(Paths.from_env())}
+    builds = [i for i in cached_builds(Paths.from_env()) if is_current(i)]
+    return {_request_key(i.manifest.get("request")): i for i in builds}
 
 
 def cache_lookup() -> Callable[[BuildRequest], bool]:

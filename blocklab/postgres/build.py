@@ -28,7 +28,13 @@ from blocklab.errors import BuildError, CommandError, UserError
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths, ensure_dir, tree_size_bytes
 from blocklab.postgres import cluster, settings_catalogue, sources, throwaway
-from blocklab.postgres.installation import MANIFEST_NAME, Installation
+from blocklab.postgres.installation import (
+    FEATURES,
+    MANIFEST_NAME,
+    Installation,
+    features_of,
+    major_of,
+)
 from blocklab.postgres.throwaway import log_tail
 
 Log = Callable[[str], None]
@@ -38,6 +44,7 @@ MARKER_NAME = ".blocklab-complete"
 BUILD_LOG_NAME = "blocklab-build.log"
 CONTRIB = ("pageinspect", "pgstattuple")
 TOOLS = ("postgres", "initdb", "pg_ctl", "pg_controldata", "pg_waldump", "psql", "pgbench")
+LIBURING_SINCE_MAJOR = 18  # --with-liburing (io_method = io_uring) exists from 18
 # A parent make (the README's `make demo`) exports these; PostgreSQL's Makefile.global
 # generates its headers only at MAKELEVEL 0, so a build must never inherit them.
 MAKE_VARIABLES = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "GNUMAKEFLAGS")
@@ -81,7 +88,16 @@ def icu_available() -> bool:
     return res.returncode == 0
 
 
-def configure_argv(req: BuildRequest, prefix: Path) -> list[str]:
+def configured_features(major: int) -> tuple[str, ...]:
+    """The optional libraries every build of this PostgreSQL major is configured with:
+    lz4 and zstd (wal_compression, TOAST compression), and liburing from PostgreSQL 18
+    (io_method = io_uring). `make setup` installs their Debian -dev packages."""
+    return FEATURES if major >= LIBURING_SINCE_MAJOR else FEATURES[:2]
+
+
+def configure_argv(req: BuildRequest, prefix: Path, version: str = "") -> list[str]:
+    """configure's argv; `version` is the source's (the request's major when empty).
+    The feature flags come before configure_args, so a user's --without-lz4 wins."""
     argv = [
         "./configure",
         f"--prefix={prefix}",
@@ -91,18 +107,23 @@ def configure_argv(req: BuildRequest, prefix: Path) -> list[str]:
     ]
     if not icu_available() and "--with-icu" not in req.configure_args:
         argv.append("--without-icu")
+    argv += [f"--with-{name}" for name in configured_features(major_of(version or req.pg))]
     return argv + list(req.configure_args)
 
 
 def key_material(req: BuildRequest, spec: sources.SourceSpec) -> dict[str, Any]:
-    """Everything that makes two builds differ. The prefix is left out (it is the key)."""
+    """Everything that makes two builds differ. The prefix is left out (it is the key).
+    The feature flags (--with-lz4 --with-zstd, --with-liburing from 18) are in
+    "configure", so builds made before they were added have other keys and are not
+    reused: ensure_build makes a new build beside them (`blocklab builds --prune` removes
+    the old ones once no stored run names them)."""
     return {
         "recipe": RECIPE_VERSION,
         "source": spec.identity,
         "block_size_kb": req.block_size_kb,
         "wal_block_size_kb": req.wal_block_size_kb,
         "segsize_gb": req.segsize_gb,
-        "configure": configure_argv(req, Path("PREFIX"))[1:],
+        "configure": configure_argv(req, Path("PREFIX"), spec.version)[1:],
         "patches": [p["sha256"] for p in sources.patch_identity(req.patches)],
         "compiler": compiler_version(),
         "environment": compiler_environment(),
@@ -151,6 +172,33 @@ def cached_builds(paths: Paths) -> list[Installation]:
     return sorted(found, key=lambda i: str(i.manifest.get("created_at", "")), reverse=True)
 
 
+def request_features(req: BuildRequest, version: str = "") -> tuple[str, ...]:
+    """The optional libraries a build of `req` is configured with now."""
+    return features_of(configure_argv(req, Path("PREFIX"), version))
+
+
+def is_current(inst: Installation) -> bool:
+    """A cached build has every optional library its request is configured with now;
+    one made before blocklab configured them (another key) is not used for it."""
+    request = inst.manifest.get("request")
+    if not isinstance(request, dict) or inst.features is None:
+        return False
+    try:
+        wanted = request_features(BuildRequest.model_validate(request), inst.version)
+    except ValueError:
+        return False
+    return set(wanted) <= set(inst.features)
+
+
+def cached_for(req: BuildRequest, paths: Paths) -> Installation | None:
+    """The newest current cached build of this request (matched by the request its
+    manifest records; starts nothing but pkg-config), or None."""
+    for inst in cached_builds(paths):
+        if inst.manifest.get("request") == req.model_dump(mode="json") and is_current(inst):
+            return inst
+    return None
+
+
 def remove_build(prefix: Path) -> None:
     """Remove the marker first, so a half-removed build never looks usable."""
     (prefix / MARKER_NAME).unlink(missing_ok=True)
@@ -193,7 +241,7 @@ def _build(
     try:
         tree = sources.materialize(spec, paths, work / "src", log)
         sources.apply_patches(tree, req.patches, log_path, log)
-        argv = configure_argv(req, prefix)
+        argv = configure_argv(req, prefix, spec.version)
         _compile_and_install(tree, argv, log_path, log)
         make_readable(prefix)
         inst = _provisional(prefix, key, tree, spec, req)
@@ -280,6 +328,7 @@ def _manifest(
         "patches": sources.patch_identity(req.patches),
         "configure": " ".join(argv),
         "configure_argv": argv,
+        "features": list(features_of(argv)),
         "compiler": compiler_version(),
         "contrib": list(CONTRIB),
         "request": req.model_dump(mode="json"),

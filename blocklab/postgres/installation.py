@@ -13,6 +13,28 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST_NAME = "blocklab-build.json"
+# Optional libraries blocklab configures into its builds (blocklab.postgres.build; their
+# Debian -dev packages are in the Makefile's APT_PACKAGES).
+FEATURES = ("lz4", "zstd", "liburing")
+
+
+def major_of(version: str) -> int:
+    """18 for "18.1", "18beta2" or "18"; 0 when the version is unknown."""
+    digits = re.match(r"\d+", version)
+    return int(digits.group(0)) if digits else 0
+
+
+def features_of(argv: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The optional libraries a configure argv turns on (pure): the last of
+    --with-NAME / --without-NAME wins, as in configure."""
+    found: dict[str, bool] = {}
+    for arg in argv:
+        for name in FEATURES:
+            if arg == f"--with-{name}":
+                found[name] = True
+            elif arg == f"--without-{name}":
+                found[name] = False
+    return tuple(name for name in FEATURES if found.get(name))
 
 
 @dataclass(frozen=True)
@@ -27,8 +49,17 @@ class Installation:
 
     @property
     def major(self) -> int:
-        digits = re.match(r"\d+", self.version)
-        return int(digits.group(0)) if digits else 0
+        return major_of(self.version)
+
+    @property
+    def features(self) -> tuple[str, ...] | None:
+        """The optional libraries configured in (FEATURES): the manifest's "features", or
+        what its recorded configure argv turned on (builds made before "features" was
+        recorded); None when nothing says (system binaries)."""
+        if "features" in self.manifest:
+            return tuple(str(f) for f in self.manifest["features"])
+        argv = self.manifest.get("configure_argv")
+        return features_of(argv) if isinstance(argv, list) else None
 
     def bin(self, name: str) -> Path:
         return self.prefix / "bin" / name

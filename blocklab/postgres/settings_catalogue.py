@@ -27,10 +27,14 @@ from blocklab.postgres.throwaway import fresh_cluster_answers
 CATALOGUE_NAME = "blocklab-settings.json"
 COLUMNS = (
     "name", "unit", "vartype", "context", "min_val", "max_val", "boot_val", "reset_val", "source",
+    "enumvals",
 )  # fmt: skip
+# enumvals (an enum's allowed values: io_method, wal_compression) as one comma-separated
+# string; catalogues kept before it was recorded have "" (unknown) there.
+_EXPRESSIONS = {"enumvals": "array_to_string(enumvals, ',')"}
 SQL = (
     "SELECT json_agg(json_build_object("
-    + ", ".join(f"'{c}', coalesce({c}, '')" for c in COLUMNS)
+    + ", ".join(f"'{c}', coalesce({_EXPRESSIONS.get(c, c)}, '')" for c in COLUMNS)
     + ") ORDER BY name) FROM pg_settings"
 )
 

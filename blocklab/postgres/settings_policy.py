@@ -87,6 +87,14 @@ class Guc:
     boot_val: str = ""
     reset_val: str = ""
     source: str = "default"
+    enumvals: str = ""  # an enum's allowed values, comma-separated; "" = not recorded
+
+    def allowed_values(self) -> tuple[str, ...] | None:
+        """An enum's allowed values as this build knows them; None when not an enum or
+        not recorded (catalogues kept before enumvals was)."""
+        if self.vartype != "enum" or not self.enumvals:
+            return None
+        return tuple(self.enumvals.split(","))
 
     def default_units(self) -> int | None:
         """The value a fresh initdb'd cluster has, in the setting's units: initdb's
