@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from blocklab import storage
 from blocklab.errors import UserError
-from blocklab.execution import placement
+from blocklab.execution import cycles, placement
 from blocklab.experiment_file.design import RunDesign
 from blocklab.experiment_file.experiment import Experiment
 from blocklab.paths import Paths
@@ -27,6 +27,7 @@ def check_machine(exp: Experiment, paths: Paths) -> None:
 
 def _check(exp: Experiment, paths: Paths) -> None:
     check_placement(exp.run_design)
+    cycles.check_experiment(exp)
     variants = exp.variants()
     for req in {v.build.digest(): v.build for v in variants}.values():
         try:
