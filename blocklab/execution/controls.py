@@ -1,9 +1,10 @@
 """Run controls: what the experiment's [design] asks of each run besides the workload:
 CPU placement of the driver and the server, a warm-up until throughput is steady, and a
 measured run that starts right after a CHECKPOINT with a checkpoint_timeout it never
-reaches. blocklab.execution.runner calls these; each returns what it applied, for the run record
-(provenance "controls"): a placement that cannot be applied is said so there, never
-dropped.
+reaches, or one of whole checkpoint cycles (blocklab.execution.cycles), and a quiet
+machine before it (blocklab.storage.quiesce). blocklab.execution.runner calls these;
+each returns what it applied, for the run record (provenance "controls"): a placement
+that cannot be applied is said so there, never dropped.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class RunControls:
     warmup_steady: bool = False
     warmup_max_s: int = 120
     checkpoint_aligned: bool = False
+    cycles: int = 0  # checkpoint "cycles": whole checkpoint cycles per measured run (0: off)
+    quiesce_max_s: int = 0  # wait this long at most for dirty pages and I/O to drain (0: off)
     placement: Placement | None = None
     placement_mode: str = "none"
     placement_note: str = ""
@@ -41,6 +44,8 @@ class RunControls:
             warmup_steady=rd.warmup == "steady",
             warmup_max_s=rd.warmup_max_s,
             checkpoint_aligned=rd.checkpoint == "aligned",
+            cycles=rd.cycles if rd.checkpoint == "cycles" else 0,
+            quiesce_max_s=rd.quiesce_max_s,
             placement=chosen,
             placement_mode=rd.placement,
             placement_note=note,
@@ -56,19 +61,23 @@ class RunControls:
         return {
             "warmup": "steady" if self.warmup_steady else "fixed",
             "warmup_max_s": self.warmup_max_s,
-            "checkpoint": (
-                {
-                    "mode": "aligned",
-                    "checkpoint_before_run": True,
-                    "checkpoint_timeout": ALIGNED_CHECKPOINT_TIMEOUT,
-                }
-                if self.checkpoint_aligned
-                else {"mode": "free"}
-            ),
+            "checkpoint": self._checkpoint_json(),
+            "quiesce_max_s": self.quiesce_max_s,
             "placement_mode": self.placement_mode,
             "placement_requested": None if self.placement is None else self.placement.to_json(),
             "placement_note": self.placement_note,
         }
+
+    def _checkpoint_json(self) -> dict[str, Any]:
+        if self.cycles:
+            return {"mode": "cycles", "cycles": self.cycles}
+        if self.checkpoint_aligned:
+            return {
+                "mode": "aligned",
+                "checkpoint_before_run": True,
+                "checkpoint_timeout": ALIGNED_CHECKPOINT_TIMEOUT,
+            }
+        return {"mode": "free"}
 
 
 def _placement(rd: RunDesign) -> tuple[Placement | None, str]:

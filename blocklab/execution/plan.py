@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from blocklab.execution import orders
+from blocklab.execution import cycles, orders
 from blocklab.experiment_file import Experiment
+from blocklab.experiment_file.design import RunDesign
 from blocklab.model import BuildRequest, Variant
 from blocklab.workloads import drivers
 
@@ -21,7 +22,11 @@ BUILD_S = 180.0  # one PostgreSQL build here (make -j2) plus its verification
 DEFAULT_MAX_ROUNDS_FACTOR = 4  # --until-ci without --max-rounds: max(rounds x 4, 20)
 
 
-def run_estimate_s(v: Variant) -> float:
+def run_estimate_s(v: Variant, design: RunDesign | None = None) -> float:
+    """A run's time; with checkpoint "cycles", its warm-up, lead-in and N whole cycles of
+    checkpoint_timeout instead of the matrix's warm-up and duration."""
+    if design is not None and design.checkpoint == "cycles":
+        return cycles.run_window_s(v, design.cycles) + PER_RUN_OVERHEAD_S
     return v.workload.duration_s + v.workload.warmup_s + PER_RUN_OVERHEAD_S
 
 
@@ -72,7 +77,7 @@ def describe(
     slots = orders.round_slots(
         kind, list(by_id), reference=exp.reference_id(), seed=exp.seed, round_no=1, references=refs
     )
-    per_round_s = sum(run_estimate_s(by_id[s.variant_id]) for s in slots)
+    per_round_s = sum(run_estimate_s(by_id[s.variant_id], exp.run_design) for s in slots)
     max_rounds = None
     if exp.until_ci_pct is not None:
         max_rounds = exp.max_rounds or default_max_rounds(exp.rounds)

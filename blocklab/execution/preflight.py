@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from blocklab import storage
 from blocklab.errors import UserError
-from blocklab.execution import placement
+from blocklab.execution import cycles, placement
 from blocklab.experiment_file.design import RunDesign
 from blocklab.experiment_file.experiment import Experiment
 from blocklab.model import BuildRequest, Variant
@@ -33,6 +33,7 @@ def check_machine(exp: Experiment, paths: Paths) -> None:
 
 def _check(exp: Experiment, paths: Paths) -> None:
     check_placement(exp.run_design)
+    cycles.check_experiment(exp)
     variants = exp.variants()
     for req in {v.build.digest(): v.build for v in variants}.values():
         try:

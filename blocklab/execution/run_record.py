@@ -39,7 +39,7 @@ def finished_record(
         raw_dir=str(acc.raw_dir),
         settings=acc.settings,
         provenance=_provenance(target, acc, result),
-        metrics=dict(acc.phases_s),
+        metrics={**acc.phases_s, **acc.metrics},
     )
     if not reason:
         _fill_results(rec, driver, result, acc)

@@ -79,6 +79,9 @@ class RunState:
     controls: RunControls = field(default_factory=RunControls)
     placed: dict[str, Any] = field(default_factory=dict)  # what placement applied, and not
     driver_prefix: list[str] = field(default_factory=list)  # taskset for the driver
+    metrics: dict[str, float | None] = field(default_factory=dict)  # quiesce, cycles
+    cycle_opening_epoch: float | None = None  # cycles: the checkpoint start the window opens at
+    cycle_log_offset: int = 0  # cycles: the server log's size when the lead-in started
 
     def timed(self, name: str, t0: float) -> None:
         self.phases_s[name] = round(time.monotonic() - t0, 6)

@@ -25,11 +25,13 @@ from typing import Any, Protocol
 from blocklab import faults, probes
 from blocklab.errors import BlocklabError, UserError
 from blocklab.execution import controls as controls_mod
+from blocklab.execution import cycles
 from blocklab.execution.controls import RunControls
 from blocklab.execution.run_record import finished_record
 from blocklab.execution.run_state import ProbeResultLike, RunLabel, RunState, RunTarget
 from blocklab.postgres.cluster import Cluster, ServerStartError
 from blocklab.probes import ProbeContext
+from blocklab.storage import quiesce
 from blocklab.store import RunRecord
 from blocklab.timestamps import now_iso
 from blocklab.workloads import dataset
@@ -142,6 +144,8 @@ def _execute(
     acc.timed("server_start_s", t0)
     _place(target, acc)
     _prepare(target, acc)
+    if acc.controls.cycles:  # the window opens at a checkpoint's start: quiet before warm-up
+        _quiesce(target, acc)
     if acc.controls.warmup_steady:
         log(f"warm-up until steady (at most {acc.controls.warmup_max_s} s)")
         if not _steady_warmup(target, acc):
@@ -150,8 +154,14 @@ def _execute(
         log(f"warm-up {v.workload.warmup_s} s")
         if not _warmup(target, acc):
             return
-    if acc.controls.checkpoint_aligned:
-        _aligned_checkpoint(target, acc)
+    if acc.controls.cycles:
+        log("lead-in until the next checkpoint starts")
+        if not _lead_in(target, acc):
+            return
+    else:
+        if acc.controls.checkpoint_aligned:
+            _aligned_checkpoint(target, acc)
+        _quiesce(target, acc)
     started = _begin_probes(target, acc, instrumentation, log_offset)
     if acc.controls.placement is not None:
         with controls_mod.CpuSampler(c.pid or 0) as sampler:
@@ -184,6 +194,52 @@ def _aligned_checkpoint(target: RunTarget, acc: RunState) -> None:
     t0 = time.monotonic()
     target.cluster.psql("CHECKPOINT")
     acc.timed("aligned_checkpoint_s", t0)
+
+
+def _quiesce(target: RunTarget, acc: RunState) -> None:
+    """Wait (bounded) until dirty pages and the storage's in-flight I/O have drained
+    (blocklab.storage.quiesce); what it found goes into the record."""
+    if acc.controls.quiesce_max_s <= 0:
+        acc.provenance["quiesce"] = "off"
+        return
+    names = sorted({d.name for d in target.devices})
+    found = quiesce.wait(lambda: quiesce.read_sample(names), acc.controls.quiesce_max_s)
+    acc.metrics.update(found.metrics())
+    acc.provenance["quiesce"] = {**found.to_json(), "devices": names}
+
+
+def _lead_in(target: RunTarget, acc: RunState) -> bool:
+    """cycles: keep the load on until the next checkpoint starts; the measured window
+    opens there (blocklab.execution.cycles)."""
+    c, w, driver = target.cluster, target.variant.workload, target.driver
+    timeout_s = cycles.checkpoint_timeout_s(acc.provenance.get("settings_written", {}))
+    bound_s = int(timeout_s) + cycles.LEAD_IN_MARGIN_S
+    argv = acc.driver_prefix + driver.command(
+        c.inst, endpoint(c), w, raw_dir=None, duration_s=bound_s
+    )
+    acc.cycle_log_offset = _size(c.log_path)
+    tail, begin = cycles.LogTail(c.log_path, acc.cycle_log_offset), time.time()
+    t0 = time.monotonic()
+    res = execute(
+        argv,
+        acc.raw_dir,
+        "lead-in",
+        timeout_s=bound_s + WORKLOAD_GRACE_S,
+        server_alive=c.alive,
+        stop_when=lambda: cycles.opening(tail.checkpoints(), begin) is not None,
+    )
+    acc.timed("lead_in_s", t0)
+    _save(acc.raw_dir, "lead-in", argv, res.exit_code)
+    found = cycles.opening(tail.checkpoints(), begin)
+    if res.exit_code != 0 or not c.alive() or found is None:
+        how = res.ended or f"exit code {res.exit_code}"
+        acc.reason = f"lead-in failed: {driver.name} {how}" + (
+            "" if found else f"; no checkpoint started within {bound_s} s"
+        )
+        acc.server_alive = c.alive()
+        return False
+    acc.cycle_opening_epoch = found.start_epoch
+    return True
 
 
 def _steady_warmup(target: RunTarget, acc: RunState) -> bool:
@@ -329,17 +385,25 @@ def _end_probes(target: RunTarget, started: Instrumentation, acc: RunState) -> N
 
 def _measure(target: RunTarget, acc: RunState) -> None:
     c, w, driver = target.cluster, target.variant.workload, target.driver
-    acc.argv = acc.driver_prefix + driver.command(c.inst, endpoint(c), w, raw_dir=acc.raw_dir)
+    duration_s, stop_when, tail, begin = w.duration_s, None, None, time.time()
+    if acc.controls.cycles and acc.cycle_opening_epoch is not None:
+        duration_s, stop_when, tail = _cycles_end(target, acc)
+    acc.argv = acc.driver_prefix + driver.command(
+        c.inst, endpoint(c), w, raw_dir=acc.raw_dir, duration_s=duration_s
+    )
     (acc.raw_dir / f"{driver.name}.argv").write_text(shlex.join(acc.argv) + "\n")
     faults.step("measure")
     res = execute(
         acc.argv,
         acc.raw_dir,
         driver.name,
-        timeout_s=w.duration_s + WORKLOAD_GRACE_S,
+        timeout_s=duration_s + WORKLOAD_GRACE_S,
         server_alive=c.alive,
+        stop_when=stop_when,
     )
     acc.workload_s = res.elapsed_s
+    if tail is not None:
+        _record_cycles(tail, acc, begin)
     acc.stdout, acc.stderr = res.stdout, res.stderr
     _save(acc.raw_dir, driver.name, acc.argv, res.exit_code)
     if res.ended:  # blocklab ended it: no exit code, no verdict on its output
@@ -349,6 +413,34 @@ def _measure(target: RunTarget, acc: RunState) -> None:
         return
     acc.phases_s["workload_s"] = round(acc.workload_s, 6)
     acc.exit_code = res.exit_code
+
+
+def _cycles_end(target: RunTarget, acc: RunState) -> tuple[int, Callable[[], bool], cycles.LogTail]:
+    """cycles: the measured run's -T bound, (N + 1) x checkpoint_timeout, and the test that
+    ends it: the N-th checkpoint after the opening one has started (the log is read from
+    the lead-in's start, so the opening checkpoint is in it)."""
+    timeout_s = cycles.checkpoint_timeout_s(acc.provenance.get("settings_written", {}))
+    tail = cycles.LogTail(target.cluster.log_path, acc.cycle_log_offset)
+    opened, wanted = acc.cycle_opening_epoch or 0.0, acc.controls.cycles
+
+    def done() -> bool:
+        return cycles.boundaries_seen(tail.checkpoints(), opened) >= wanted
+
+    return int((wanted + 1) * timeout_s), done, tail
+
+
+def _record_cycles(tail: cycles.LogTail, acc: RunState, begin_epoch: float) -> None:
+    """The whole cycles the measured window held, into the record; fewer than asked for
+    fail the run (its window is not whole cycles)."""
+    assert acc.cycle_opening_epoch is not None
+    wanted = acc.controls.cycles
+    found = cycles.cycles_of(tail.checkpoints(), acc.cycle_opening_epoch, begin_epoch, wanted)
+    acc.metrics.update(cycles.cycle_metrics(found))
+    acc.provenance["cycles"] = {"wanted": wanted, "cycles": found}
+    if len(found) < wanted:
+        acc.reason = acc.reason or (
+            f"only {len(found)} of {wanted} whole checkpoint cycles within the run's bound"
+        )
 
 
 def _plan_pass(target: RunTarget, acc: RunState, log_offset: int) -> None:

@@ -6,7 +6,11 @@ warmed up and started within the checkpoint cycle.
     warmup = "steady"        # "fixed" (default: the matrix's warmup seconds) or "steady"
     warmup_max_s = 120       # with "steady": the bound of the warm-up
     checkpoint = "aligned"   # "free" (default) or "aligned": CHECKPOINT right before each
-                             # measured run and a checkpoint_timeout the run never reaches
+                             # measured run and a checkpoint_timeout the run never reaches;
+                             # or "cycles": the measured window covers whole checkpoint cycles
+    cycles = 2               # with "cycles": how many (1..20, the same for every variant)
+    quiesce_max_s = 30       # wait at most this long before each measured run for the
+                             # kernel's dirty pages and the storage's I/O to drain (0 = off)
     placement = "auto"       # "none" (default), "auto" (driver on its own CPU), or
                              # "explicit" (the [placement] table; implied by the table)
 
@@ -35,12 +39,24 @@ AA_CONTROL = "aa-control"
 DESIGNS = (PAIRED, SHORT_RUNS, ABBA, AA_CONTROL)
 SHORT_FACTOR = 2  # short-runs: runs this many times shorter, this many times more rounds
 
-DESIGN_KEYS = ("kind", "warmup", "warmup_max_s", "checkpoint", "placement")
+DESIGN_KEYS = (
+    "kind",
+    "warmup",
+    "warmup_max_s",
+    "checkpoint",
+    "cycles",
+    "quiesce_max_s",
+    "placement",
+)
 PLACEMENT_KEYS = ("driver_cpus", "server_cpus")
 WARMUPS = ("fixed", "steady")
-CHECKPOINTS = ("free", "aligned")
+CHECKPOINTS = ("free", "aligned", "cycles")
 PLACEMENTS = ("none", "auto", "explicit")
 DEFAULT_WARMUP_MAX_S = 120
+DEFAULT_CYCLES = 2
+MAX_CYCLES = 20
+DEFAULT_QUIESCE_MAX_S = 30
+MAX_QUIESCE_S = 600
 # aligned: the run never reaches this checkpoint_timeout (PostgreSQL's maximum, 1 day)
 ALIGNED_CHECKPOINT_TIMEOUT = "1d"
 
@@ -54,6 +70,8 @@ class RunDesign(BaseModel):
     warmup: str = "fixed"
     warmup_max_s: int = DEFAULT_WARMUP_MAX_S
     checkpoint: str = "free"
+    cycles: int = DEFAULT_CYCLES  # with checkpoint "cycles": whole cycles per measured run
+    quiesce_max_s: int = DEFAULT_QUIESCE_MAX_S
     placement: str = "none"
     driver_cpus: str | None = None
     server_cpus: str | None = None
@@ -62,7 +80,14 @@ class RunDesign(BaseModel):
         return self == RunDesign()
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The design as stored; keys added later are left out at their defaults, so the
+        JSON of an experiment written before them does not change."""
+        out = self.model_dump(mode="json")
+        if self.checkpoint != "cycles":
+            out.pop("cycles")
+        if self.quiesce_max_s == DEFAULT_QUIESCE_MAX_S:
+            out.pop("quiesce_max_s")
+        return out
 
 
 def parse(design: Any, placement: Any) -> RunDesign:
@@ -81,7 +106,17 @@ def parse(design: Any, placement: Any) -> RunDesign:
             d.get("warmup_max_s", DEFAULT_WARMUP_MAX_S), "design.warmup_max_s", 10, 3600
         ),
         "checkpoint": choice(d.get("checkpoint", "free"), "design.checkpoint", CHECKPOINTS),
+        "cycles": integer(d.get("cycles", DEFAULT_CYCLES), "design.cycles", 1, MAX_CYCLES),
+        "quiesce_max_s": integer(
+            d.get("quiesce_max_s", DEFAULT_QUIESCE_MAX_S), "design.quiesce_max_s", 0, MAX_QUIESCE_S
+        ),
     }
+    if "cycles" in d and out["checkpoint"] != "cycles":
+        raise fail(
+            "design.cycles",
+            f"set with design.checkpoint = {out['checkpoint']!r}",
+            "design.checkpoint = 'cycles' (or leave design.cycles out)",
+        )
     mode = choice(
         d.get("placement", "explicit" if placement is not None else "none"),
         "design.placement",
