@@ -24,6 +24,7 @@ from blocklab.paths import Paths
 from blocklab.postgres import settings_catalogue
 from blocklab.postgres.installation import Installation
 from blocklab.postgres.settings_policy import Catalogue, Conversion
+from blocklab.units import fmt_number
 
 CatalogueOf = Callable[[BuildRequest], Catalogue | None]
 
@@ -146,10 +147,10 @@ def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) 
     target = until_ci if until_ci is not None else exp.until_ci_pct
     f = precision.forecast(found.noise.sigma_log, rounds, p.seconds_per_round, target)
     out.print(
-        f"[bold]precision:[/bold] noise {found.noise.sigma_pct:.2f} % per round "
+        f"[bold]precision:[/bold] noise {fmt_number(found.noise.sigma_pct)} % per round "
         f"(stdev of the per-round log ratios, {found.source}); at {rounds} rounds the 95 % "
-        f"CI half-width is about ±{f.ci_half_width_pct:.2f} % and the minimum detectable "
-        f"effect (power 80 %) {f.mde_pct:.2f} %",
+        f"CI half-width is about ±{fmt_number(f.ci_half_width_pct)} % and the minimum "
+        f"detectable effect (power 80 %) {fmt_number(f.mde_pct)} %",
         highlight=False,
     )
     if target is None:

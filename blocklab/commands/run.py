@@ -15,6 +15,7 @@ from blocklab.commands.options import RunFlags, results_option, run_options
 from blocklab.console import console
 from blocklab.errors import UserError
 from blocklab.paths import Paths
+from blocklab.units import fmt_bytes, fmt_seconds
 
 if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a command runs
     from blocklab.execution.experiment import Outcome, StoppingRule
@@ -149,9 +150,9 @@ def _prepare(lab: Lab, variants: list[Variant], console: Console) -> None:
         made = "made" if info.made_now else "found"
         console.print(
             f"dataset {info.key} ({info.description}, fillfactor {info.fillfactor}): {made}; "
-            f"initialisation {info.init_s:.1f} s, snapshot {info.snapshot_s:.1f} s, "
-            f"{info.size_bytes / 2**20:.0f} MiB (tables {info.table_bytes / 2**20:.1f} MiB, "
-            f"indexes {info.index_bytes / 2**20:.1f} MiB)",
+            f"initialisation {fmt_seconds(info.init_s)}, snapshot {fmt_seconds(info.snapshot_s)}, "
+            f"{fmt_bytes(info.size_bytes)} (tables {fmt_bytes(info.table_bytes)}, "
+            f"indexes {fmt_bytes(info.index_bytes)})",
             highlight=False,
         )
 
