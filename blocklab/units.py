@@ -16,16 +16,35 @@ NO_VALUE = "–"
 
 def sig3(x: float) -> str:
     """Three significant digits without exponent; 1,000 and above as a whole number."""
+    return _significant(x, 3, strip=False)
+
+
+def fmt_number(x: float, digits: int = 3) -> str:
+    """A plain number for the terminal, as the summary prints them: `digits` significant
+    digits, thousands separators, whole numbers from 10**digits on, no exponent and no
+    trailing zeros: 5250 -> '5,250', 0.013111 -> '0.0131', 129.99 (digits=6) -> '129.99'."""
+    return _significant(x, digits, strip=True)
+
+
+def fmt_p_value(p: float | None) -> str:
+    """A p-value: two significant digits, '< 0.001' below that, 'n/a' when there is none."""
+    if p is None or not math.isfinite(p):
+        return "n/a"
+    return "< 0.001" if p < 0.001 else fmt_number(p, 2)
+
+
+def _significant(x: float, digits: int, *, strip: bool) -> str:
     if not math.isfinite(x):
         return NO_VALUE
     if x == 0:
         return "0"
-    decimals = 2 - math.floor(math.log10(abs(x)))
-    if abs(round(x, decimals)) >= 10 ** (3 - decimals):  # 9.996 rounds up to 10.0
+    decimals = digits - 1 - math.floor(math.log10(abs(x)))
+    if abs(round(x, decimals)) >= 10 ** (digits - decimals):  # 9.996 rounds up to 10.0
         decimals -= 1
     if decimals <= 0:
         return f"{x:,.0f}"
-    return f"{x:.{decimals}f}"
+    text = f"{x:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if strip else text
 
 
 def fmt_bytes(x: float) -> str:

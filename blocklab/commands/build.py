@@ -16,6 +16,7 @@ from blocklab.errors import UserError
 from blocklab.model import BLOCK_SIZES_KB, SEGSIZES_GB, WAL_BLOCK_SIZES_KB, BuildRequest
 from blocklab.paths import Paths
 from blocklab.postgres.installation import Installation
+from blocklab.units import fmt_bytes
 
 # BuildRequest field -> (flag, allowed values) for messages about bad input.
 FLAGS = {
@@ -115,7 +116,7 @@ def _builds_table(builds: list[Installation]) -> None:
     table.add_column("page/WAL/seg", no_wrap=True)
     table.add_column("patches")
     table.add_column("features")
-    table.add_column("MiB", justify="right")
+    table.add_column("size", justify="right")
     table.add_column("built (UTC)")
     for b in builds:
         patches = [Path(p["path"]).name for p in b.manifest.get("patches", [])]
@@ -125,7 +126,7 @@ def _builds_table(builds: list[Installation]) -> None:
             f"{b.block_size_bytes // 1024}k/{b.wal_block_size_bytes // 1024}k/{b.segsize_gb}G",
             ", ".join(patches) or "-",
             features_label(b),
-            f"{int(b.manifest.get('size_bytes', 0)) / 1024**2:.0f}",
+            fmt_bytes(int(b.manifest.get("size_bytes", 0))),
             str(b.manifest.get("created_at", ""))[:16].replace("T", " "),
         )
     console().print(table)

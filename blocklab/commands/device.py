@@ -19,6 +19,7 @@ from blocklab.model import StorageRequest
 from blocklab.paths import Paths
 from blocklab.store import RESULTS_DB_NAME
 from blocklab.store.factory import describe, is_postgres, open_results, open_store, results_spec
+from blocklab.units import fmt_bytes, fmt_number
 
 FS_KINDS = ("ext4", "xfs", "btrfs")
 
@@ -35,7 +36,10 @@ class LineProgress(device_profile.Listener):
 
     def begin(self, total: int, point_s: float) -> None:
         self.total, self.point_s = total, point_s
-        click.echo(f"{total} points of {point_s:g} s each: at least {total * point_s:.0f} s")
+        click.echo(
+            f"{total} points of {fmt_number(point_s)} s each: at least "
+            f"{fmt_number(total * point_s)} s"
+        )
 
     def point_started(self, point: fio.Point) -> None:
         self.t0 = time.monotonic()
@@ -46,8 +50,9 @@ class LineProgress(device_profile.Listener):
         eta = statistics.median(self.durations) * (self.total - self.done)
         what = reason and f"FAILED: {reason}"
         if result is not None:
-            p99 = f", p99 {result.lat_p99_us:,.0f} us" if result.lat_p99_us is not None else ""
-            what = f"{result.iops:,.0f} IOPS, {result.bw_bytes_per_s / 1e6:,.1f} MB/s{p99}"
+            p99 = "" if result.lat_p99_us is None else f", p99 {fmt_number(result.lat_p99_us)} us"
+            mb_s = fmt_number(result.bw_bytes_per_s / 1e6)
+            what = f"{fmt_number(result.iops)} IOPS, {mb_s} MB/s{p99}"
         click.echo(
             f"[{self.done}/{self.total}] {point_label(point)}: {what} "
             f"(ETA {int(eta // 60)}m{int(eta % 60):02d}s)"
@@ -176,7 +181,7 @@ def list_profiles(results: str | None) -> None:
         failed = f", {r['failed_points']} failed" if r["failed_points"] else ""
         click.echo(
             f"{r['name']}  {r['created_at']}  {r['state']}  {r['points']} points{failed}"
-            f"  {r['runtime_s']:g} s/point  {r['ioengine']}"
+            f"  {fmt_number(r['runtime_s'])} s/point  {r['ioengine']}"
         )
 
 
@@ -190,7 +195,7 @@ def show(name: str, results: str | None) -> None:
         rows = device_store.points(db, head["id"])
     click.echo(
         f"{name}: {head['state']}, {head['fio_version']} {head['ioengine']}, "
-        f"{head['runtime_s']:g} s per point, {head['size_bytes']} bytes"
+        f"{fmt_number(head['runtime_s'])} s per point, {fmt_bytes(head['size_bytes'])}"
     )
     click.echo(
         f"{'pattern':<10} {'size':>5} {'qd':>3} {'IOPS':>10} {'MB/s':>9} "
@@ -205,13 +210,13 @@ def show(name: str, results: str | None) -> None:
             continue
         click.echo(
             f"{r['pattern']:<10} {r['request_bytes'] // 1024:>4}k {r['iodepth']:>3} "
-            f"{r['iops']:>10,.0f} {r['bw_bytes_per_s'] / 1e6:>9,.1f} "
+            f"{fmt_number(r['iops']):>10} {fmt_number(r['bw_bytes_per_s'] / 1e6):>9} "
             f"{_us(r['lat_p50_us'])} {_us(r['lat_p99_us'])} {_us(r['lat_p999_us'])}"
         )
 
 
 def _us(v: float | None) -> str:
-    return f"{'-':>9}" if v is None else f"{v:>9,.1f}"
+    return f"{'-':>9}" if v is None else f"{fmt_number(v):>9}"
 
 
 COMMANDS: list[click.Command] = [device]

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from blocklab.errors import UserError
 from blocklab.store.uri import INSECURE_ENV
+
+if TYPE_CHECKING:  # pydantic models load when a command runs
+    from blocklab.experiment_file import Experiment
 
 RESULTS_HELP = (
     "results directory (SQLite) or postgresql://USER@HOST/DB URI "
@@ -82,3 +87,82 @@ def check_experiment_numbers(until_ci: float | None, **counts: int | None) -> No
             raise UserError(f"--{name.replace('_', '-')}: must be at least 1 (got {value})")
     if until_ci is not None and not 0 < until_ci < 100:
         raise UserError(f"--until-ci: a percentage between 0 and 100 (got {until_ci:g})")
+
+
+def run_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Every flag of `run` that changes what runs: --rounds, the experiment options and
+    --time-budget. `plan` takes the same flags to show exactly that run."""
+    f = click.option("--time-budget", help="stop adding rounds after this long (e.g. 30m, 2h)")(f)
+    f = experiment_options(f)
+    return click.option(
+        "--rounds", type=int, help="rounds to run (each runs every variant once; A B B A: twice)"
+    )(f)
+
+
+def parse_duration_s(text: str | None, flag: str) -> float | None:
+    """'900', '90s', '15m', '2h' in seconds; None for None; a UserError naming `flag`."""
+    if text is None:
+        return None
+    units = {"s": 1, "m": 60, "h": 3600}
+    t = text.strip().lower()
+    try:
+        if t and t[-1] in units:
+            return float(t[:-1]) * units[t[-1]]
+        return float(t)
+    except ValueError:
+        raise UserError(
+            f"{flag}: '{text}' is not a duration (examples: 900, 90s, 15m, 2h)"
+        ) from None
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """The flags of run_options, checked (UserError naming the flag) and applied the same
+    way by `run` and `plan`."""
+
+    rounds: int | None = None
+    duration: int | None = None
+    scale: int | None = None
+    clients: int | None = None
+    until_ci: float | None = None
+    max_rounds: int | None = None
+    time_budget: str | None = None
+
+    def check(self) -> float | None:
+        """Every flag valid, else a UserError; the time budget in seconds."""
+        check_experiment_numbers(
+            self.until_ci,
+            rounds=self.rounds,
+            duration=self.duration,
+            scale=self.scale,
+            clients=self.clients,
+            max_rounds=self.max_rounds,
+        )
+        return parse_duration_s(self.time_budget, "--time-budget")
+
+    def load(self, file: Path | None) -> Experiment:
+        """The experiment the flags make of FILE (or the demo), under the name `run`
+        stores it as: other numbers make another experiment ('x-s1-d2')."""
+        from blocklab import experiment_file as spec
+
+        if file is None:
+            return spec.demo(
+                rounds=self.rounds,
+                duration_s=self.duration,
+                scale=self.scale,
+                clients=self.clients,
+            )
+        overrides = {"scale": self.scale, "clients": self.clients, "duration": self.duration}
+        exp = spec.load(file, {k: v for k, v in overrides.items() if v is not None})
+        if self.rounds is not None:
+            exp = exp.model_copy(update={"rounds": self.rounds})
+        return exp
+
+    def stopping(self, exp: Experiment) -> dict[str, Any]:
+        """until_ci_pct, max_rounds, time_budget_s: the flags, else the file's."""
+        budget_s = self.check()
+        return {
+            "until_ci_pct": self.until_ci if self.until_ci is not None else exp.until_ci_pct,
+            "max_rounds": self.max_rounds if self.max_rounds is not None else exp.max_rounds,
+            "time_budget_s": budget_s if budget_s is not None else exp.time_budget_s,
+        }

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from blocklab import experiment_file as spec
-from blocklab.commands.options import results_option
+from blocklab.commands.options import RunFlags, results_option, run_options
 from blocklab.console import console
 from blocklab.errors import BlocklabError, UserError
 from blocklab.execution import plan as planning
@@ -24,6 +24,7 @@ from blocklab.paths import Paths
 from blocklab.postgres import settings_catalogue
 from blocklab.postgres.installation import Installation
 from blocklab.postgres.settings_policy import Catalogue, Conversion
+from blocklab.units import fmt_number
 
 CatalogueOf = Callable[[BuildRequest], Catalogue | None]
 
@@ -70,29 +71,35 @@ def catalogue_lookup(installs: dict[str, Installation]) -> CatalogueOf:
 @click.command("plan")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @results_option
-@click.option(
-    "--until-ci",
-    "until_ci",
-    type=float,
-    help="the 95 % CI half-width (PCT) wanted: print the rounds and time it needs",
-)
+@run_options
 @click.option(
     "--pilot",
     type=int,
     help="run a pilot of N rounds (stored as EXPERIMENT-pilot) to measure the noise",
 )
 def plan_command(
-    file: Path | None, results: str | None, until_ci: float | None, pilot: int | None
+    file: Path | None,
+    results: str | None,
+    rounds: int | None,
+    duration: int | None,
+    scale: int | None,
+    clients: int | None,
+    until_ci: float | None,
+    max_rounds: int | None,
+    time_budget: str | None,
+    pilot: int | None,
 ) -> None:
-    """Show what `blocklab run FILE` would do: variants, builds, datasets, runs, the order
-    of the first round, an ETA, and what the planned rounds can resolve (the noise from
-    stored runs of the same experiment or variants, or from --pilot). Builds and runs
-    nothing without --pilot. Without FILE: the demo."""
-    if until_ci is not None and not 0 < until_ci < 100:
-        raise UserError(f"--until-ci: a percentage between 0 and 100 (got {until_ci:g})")
+    """Show what `blocklab run FILE` with the same flags would do: variants, builds,
+    datasets, runs, the order of the first round, an ETA, and what the planned rounds can
+    resolve (the noise from stored runs of the experiment it is stored as, or of its
+    variants, or from --pilot). Builds and runs nothing without --pilot. Without FILE: the
+    demo. --until-ci also prints the rounds and time that precision needs."""
+    flags = RunFlags(rounds, duration, scale, clients, until_ci, max_rounds, time_budget)
+    flags.check()
     if pilot is not None and not 2 <= pilot <= 50:
         raise UserError(f"--pilot: rounds between 2 and 50 (got {pilot})")
-    exp = spec.load(file) if file is not None else spec.demo()
+    loaded = flags.load(file)
+    exp = loaded.model_copy(update=flags.stopping(loaded))  # what `run` would stop by
     paths = Paths.from_env()
     preflight.check_machine(exp, paths)
     from blocklab.store.factory import check_results
@@ -103,7 +110,7 @@ def plan_command(
     out = console()
     render(p, out, catalogue_of=catalogue_lookup(installs))
     pilot_name = _run_pilot(exp, paths, results, pilot) if pilot else None
-    render_precision(p, out, _noise(exp, results, pilot_name), until_ci)
+    render_precision(p, out, _noise(exp, results, pilot_name), exp.until_ci_pct)
 
 
 def _run_pilot(exp: spec.Experiment, paths: Paths, results: str | None, rounds: int) -> str:
@@ -143,10 +150,10 @@ def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) 
     target = until_ci if until_ci is not None else exp.until_ci_pct
     f = precision.forecast(found.noise.sigma_log, rounds, p.seconds_per_round, target)
     out.print(
-        f"[bold]precision:[/bold] noise {found.noise.sigma_pct:.2f} % per round "
+        f"[bold]precision:[/bold] noise {fmt_number(found.noise.sigma_pct)} % per round "
         f"(stdev of the per-round log ratios, {found.source}); at {rounds} rounds the 95 % "
-        f"CI half-width is about ±{f.ci_half_width_pct:.2f} % and the minimum detectable "
-        f"effect (power 80 %) {f.mde_pct:.2f} %",
+        f"CI half-width is about ±{fmt_number(f.ci_half_width_pct)} % and the minimum "
+        f"detectable effect (power 80 %) {fmt_number(f.mde_pct)} %",
         highlight=False,
     )
     if target is None:
@@ -179,6 +186,7 @@ COMMANDS: list[click.Command] = [plan_command]
 def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: None) -> None:
     exp = p.experiment
     console.print(f"[bold]{exp.name}[/bold]  {exp.description}")
+    console.print(f"stored as experiment '{exp.name}'", highlight=False)
     console.print(
         f"seed {exp.seed} · {exp.rounds} rounds · settings policy {exp.settings_policy}"
         + (f" · source {exp.source}" if exp.source else "")

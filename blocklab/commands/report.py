@@ -10,6 +10,7 @@ from blocklab.commands.options import results_option
 from blocklab.paths import Paths
 from blocklab.report import DEFAULT_HOST, SiteResult, build_site, make_server
 from blocklab.store.factory import is_postgres, results_spec
+from blocklab.units import fmt_bytes, fmt_seconds
 
 OUT_HELP = (
     "where to write the site (default: RESULTS/report); a site made by this blocklab version "
@@ -34,8 +35,9 @@ def _describe(r: SiteResult) -> str:
     )
     return (
         f"{how}; {r.pages} pages for {r.experiments} experiment(s), {r.runs} runs in "
-        f"{r.elapsed_s:.1f} s: {r.html_bytes / 1e6:.1f} MB of HTML, {r.total_bytes / 1e6:.1f} MB "
-        f"in all; largest page {r.largest_page} ({r.largest_page_bytes / 1e3:.0f} kB)"
+        f"{fmt_seconds(r.elapsed_s)}: {fmt_bytes(r.html_bytes)} of HTML, "
+        f"{fmt_bytes(r.total_bytes)} in all; largest page {r.largest_page} "
+        f"({fmt_bytes(r.largest_page_bytes)})"
     )
 
 

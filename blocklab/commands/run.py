@@ -12,14 +12,15 @@ import click
 from rich.console import Console
 
 from blocklab.commands.options import (
+    RunFlags,
     allow_commands_option,
-    check_experiment_numbers,
-    experiment_options,
     results_option,
+    run_options,
 )
 from blocklab.console import console
 from blocklab.errors import UserError
 from blocklab.paths import Paths
+from blocklab.units import fmt_bytes, fmt_seconds
 
 if TYPE_CHECKING:  # the heavy modules (scipy, pydantic models) load when a command runs
     from blocklab.execution.experiment import Outcome, StoppingRule
@@ -32,48 +33,10 @@ def _paths() -> Paths:
     return Paths.from_env()
 
 
-def _duration_s(text: str | None, flag: str) -> float | None:
-    if text is None:
-        return None
-    units = {"s": 1, "m": 60, "h": 3600}
-    t = text.strip().lower()
-    try:
-        if t and t[-1] in units:
-            return float(t[:-1]) * units[t[-1]]
-        return float(t)
-    except ValueError:
-        raise UserError(
-            f"{flag}: '{text}' is not a duration (examples: 900, 90s, 15m, 2h)"
-        ) from None
-
-
-def _load(
-    file: Path | None,
-    rounds: int | None,
-    duration: int | None,
-    scale: int | None,
-    clients: int | None,
-) -> Experiment:
-    from blocklab import experiment_file as spec
-
-    # other numbers make another experiment, stored beside the default one
-    overrides = {"scale": scale, "clients": clients, "duration": duration}
-    if file is None:
-        return spec.demo(rounds=rounds, duration_s=duration, scale=scale, clients=clients)
-    exp = spec.load(file, {k: v for k, v in overrides.items() if v is not None})
-    if rounds is not None:
-        exp = exp.model_copy(update={"rounds": rounds})
-    return exp
-
-
 @click.command("run")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @results_option
-@click.option(
-    "--rounds", type=int, help="rounds to run (each runs every variant once; A B B A: twice)"
-)
-@experiment_options
-@click.option("--time-budget", help="stop adding rounds after this long (e.g. 30m, 2h)")
+@run_options
 @click.option("--quiet", "-q", is_flag=True, help="one line per run instead of a progress bar")
 @allow_commands_option
 def run_cmd(
@@ -90,14 +53,8 @@ def run_cmd(
     allow_command_settings: bool,
 ) -> None:
     """Run an experiment file, or the built-in demo (4 kB vs 8 kB pages) without one."""
-    check_experiment_numbers(
-        until_ci,
-        rounds=rounds,
-        duration=duration,
-        scale=scale,
-        clients=clients,
-        max_rounds=max_rounds,
-    )
+    flags = RunFlags(rounds, duration, scale, clients, until_ci, max_rounds, time_budget)
+    flags.check()
     if file is not None and not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
     from blocklab.analysis.query_summary import summarize_queries
@@ -109,20 +66,14 @@ def run_cmd(
     from blocklab.postgres.cluster import open_home
     from blocklab.store.factory import check_results, open_results
 
-    budget_s = _duration_s(time_budget, "--time-budget")
     paths = _paths()
     check_results(results)
-    exp = _load(file, rounds, duration, scale, clients)
+    exp = flags.load(file)
     exp.check_commands_allowed(allow_command_settings)
     check_machine(exp, paths)
     # before anything starts: a home made by `mktemp -d` (0700) fails the build's check
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
-    rule = StoppingRule(
-        rounds=exp.rounds,
-        until_ci_pct=until_ci if until_ci is not None else exp.until_ci_pct,
-        max_rounds=max_rounds if max_rounds is not None else exp.max_rounds,
-        time_budget_s=budget_s if budget_s is not None else exp.time_budget_s,
-    )
+    rule = StoppingRule(rounds=exp.rounds, **flags.stopping(exp))
     outcome, datasets = _execute(exp, paths, results, rule, quiet or not sys.stderr.isatty())
     out = console()
     with open_results(results) as db:
@@ -205,9 +156,9 @@ def _prepare(lab: Lab, variants: list[Variant], console: Console) -> None:
         made = "made" if info.made_now else "found"
         console.print(
             f"dataset {info.key} ({info.description}, fillfactor {info.fillfactor}): {made}; "
-            f"initialisation {info.init_s:.1f} s, snapshot {info.snapshot_s:.1f} s, "
-            f"{info.size_bytes / 2**20:.0f} MiB (tables {info.table_bytes / 2**20:.1f} MiB, "
-            f"indexes {info.index_bytes / 2**20:.1f} MiB)",
+            f"initialisation {fmt_seconds(info.init_s)}, snapshot {fmt_seconds(info.snapshot_s)}, "
+            f"{fmt_bytes(info.size_bytes)} (tables {fmt_bytes(info.table_bytes)}, "
+            f"indexes {fmt_bytes(info.index_bytes)})",
             highlight=False,
         )
 

@@ -8,6 +8,7 @@ import click
 
 from blocklab.errors import UserError
 from blocklab.postgres.installation import Installation
+from blocklab.units import fmt_number, fmt_p_value
 
 
 @click.group("selftest")
@@ -84,21 +85,28 @@ def overhead(
     )
     c = res.comparison
     assert c is not None
-    ci = (
-        f"[{c.ci95_low:.4f}, {c.ci95_high:.4f}]"
-        if c.ci95_low is not None and c.ci95_high is not None
-        else "n/a"
-    )
     click.echo(
         f"PostgreSQL {inst.version} ({inst.key}), {pairs} pairs x {duration_s} s, "
-        f"{clients} clients, sampler every {interval_s:g} s"
+        f"{fmt_number(clients)} clients, sampler every {fmt_number(interval_s)} s"
     )
-    click.echo(f"instrumented/bare tps ratio (geometric mean): {c.estimate:.4f}")
-    click.echo(f"95 % CI of the ratio: {ci}  p={c.p_value if c.p_value is not None else 'n/a'}")
+    for line in ratio_lines(c.estimate, c.ci95_low, c.ci95_high, c.p_value):
+        click.echo(line)
     click.echo(f"samples per instrumented run: {res.samples_per_run}")
     click.echo(f"target >= {TARGET_RATIO}: {res.verdict()}")
     if c.note:
         click.echo(f"note: {c.note}")
+
+
+def ratio_lines(
+    estimate: float | None, low: float | None, high: float | None, p_value: float | None
+) -> list[str]:
+    """The ratio, its CI and p in the terminal's number style (blocklab.units)."""
+    ci = "n/a" if low is None or high is None else f"[{fmt_number(low, 4)}, {fmt_number(high, 4)}]"
+    return [
+        "instrumented/bare tps ratio (geometric mean): "
+        + ("n/a" if estimate is None else fmt_number(estimate, 4)),
+        f"95 % CI of the ratio: {ci}  p={fmt_p_value(p_value)}",
+    ]
 
 
 COMMANDS: list[click.Command] = [selftest]

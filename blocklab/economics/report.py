@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 from blocklab.economics import rule as economics
 from blocklab.economics.rule import GIB, Device, Row
+from blocklab.units import fmt_number
+
+PRICE_DIGITS = 6  # prices as given (129.99, 6,200), without float noise
 
 
 def format_interval(seconds: float) -> str:
-    """Seconds with a human reading: '300 s (5.0 min)'."""
-    if seconds < 60:
-        return f"{seconds:.3g} s"
-    if seconds < 3600:
-        return f"{seconds:.4g} s ({seconds / 60:.1f} min)"
-    if seconds < 86400:
-        return f"{seconds:.4g} s ({seconds / 3600:.1f} h)"
-    return f"{seconds:.4g} s ({seconds / 86400:.1f} days)"
+    """Seconds with a human reading: '300 s (5 min)', '5,250 s (1.46 h)'."""
+    text = f"{fmt_number(seconds)} s"
+    for limit, size, unit in ((3600, 60, "min"), (86400, 3600, "h"), (math.inf, 86400, "days")):
+        if seconds < 60:
+            return text
+        if seconds < limit:
+            return f"{text} ({fmt_number(seconds / size)} {unit})"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _price(x: float) -> str:
+    return fmt_number(x, PRICE_DIGITS)
 
 
 def render(
@@ -26,12 +35,14 @@ def render(
     """The answer with its inputs, units, formula and decision rule (plain text)."""
     lines = ["Five-Minute Rule: break-even interval per page size", ""]
     lines += ["Formula:  " + economics.FORMULA, "Units:    " + economics.UNITS, "", "Inputs:"]
-    lines.append(f"  RAM: {ram_price_per_gb:g} per GB ({ram_price_per_gb / 1024:.6g} per MB)")
+    lines.append(
+        f"  RAM: {_price(ram_price_per_gb)} per GB ({_price(ram_price_per_gb / 1024)} per MB)"
+    )
     for d in devices:
-        cap = f", {d.capacity_bytes / GIB:g} GB" if d.capacity_bytes else ""
-        per_mb = f" ({d.price_per_mb:.6g} per MB)" if d.price_per_mb else ""
-        iops = ", ".join(f"{s // 1024}k={v:,.0f}" for s, v in sorted(d.iops_by_size.items()))
-        lines.append(f"  device {d.name}: {d.price:g} per drive{cap}{per_mb}; IOPS {iops}")
+        cap = f", {fmt_number(d.capacity_bytes / GIB)} GB" if d.capacity_bytes else ""
+        per_mb = f" ({_price(d.price_per_mb)} per MB)" if d.price_per_mb else ""
+        iops = ", ".join(f"{s // 1024}k={fmt_number(v)}" for s, v in sorted(d.iops_by_size.items()))
+        lines.append(f"  device {d.name}: {_price(d.price)} per drive{cap}{per_mb}; IOPS {iops}")
         lines.append(f"    IOPS from {sources[d.name]}")
     lines += ["", _table(rows), ""]
     for v in economics.verdicts(rows):
@@ -51,10 +62,10 @@ def _table(rows: list[Row]) -> str:
         (
             r.tier,
             f"{r.page_bytes // 1024} kB",
-            f"{r.pages_per_mb:g}",
-            f"{r.accesses_per_s:,.0f}",
-            f"{r.lower_price:g}",
-            f"{r.upper_price_per_mb:.6g}",
+            fmt_number(r.pages_per_mb),
+            fmt_number(r.accesses_per_s),
+            _price(r.lower_price),
+            _price(r.upper_price_per_mb),
             format_interval(r.break_even_s),
         )
         for r in rows

@@ -29,6 +29,7 @@ from blocklab.postgres.installation import Installation
 from blocklab.probes import Device, Instrumentation, ProbeContext
 from blocklab.state import State
 from blocklab.storage.devices import device_for_path
+from blocklab.units import fmt_number
 from blocklab.workloads.pgbench import parse_report
 
 SETTINGS = {"shared_buffers": "128MB", "max_wal_size": "1GB", "checkpoint_timeout": "5min"}
@@ -104,7 +105,7 @@ def _pairs(
             tps = _one(cluster, arm, duration_s, clients, interval_s, res)
             (res.bare_tps if arm == "bare" else res.instrumented_tps)[pair] = tps
             res.order.append(arm)
-            log(f"pair {pair + 1}/{pairs} {arm:>12}: {tps:10.1f} tps")
+            log(f"pair {pair + 1}/{pairs} {arm:>12}: {fmt_number(tps):>10} tps")
     res.comparison = compare_paired(res.bare_tps, res.instrumented_tps)
     return res
 

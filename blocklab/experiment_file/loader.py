@@ -199,6 +199,7 @@ def _assemble(
     ref_index = selectors.references(meta["reference"], combos, labels, varying, vocab)
     policy = meta["settings_policy"]
     variants = [matrix.to_variant(c, dims, labels[i], policy) for i, c in enumerate(combos)]
+    matrix.check_distinct(variants, combos)
     for v in variants:
         _check_driver_server(v)
     settings.check_allowed(

@@ -192,7 +192,41 @@ def dimensions(matrix: dict[str, Any], base: Path) -> list[Dimension]:
             "the workload table gives its driver's threads already",
             "threads in the workload table, or matrix.clients (a list varies it), not both",
         )
+    _check_threads(matrix.get("threads"), workload.other_drivers(out))
     return out
+
+
+def _check_threads(raw: Any, others: list[str]) -> None:
+    """matrix.threads is pgbench -j: another driver's concurrency is its clients, so a
+    threads value other than 1 would change nothing there (refused, not ignored)."""
+    given = raw if isinstance(raw, list) else [raw]
+    if not others or all(v in (None, 1) for v in given):
+        return
+    raise fail(
+        "matrix.threads",
+        f"is pgbench -j; the {' and '.join(others)} driver's concurrency is not set by it",
+        "threads in the workload table (e.g. workload = { driver = "
+        f'"{others[0]}", threads = 4 }}), or matrix.clients (a list varies it)',
+    )
+
+
+def check_distinct(variants: Sequence[Variant], combos: Sequence[Combo]) -> None:
+    """Two combinations that make one variant (one id) are an error naming the dimensions
+    that differ between them: they would be counted twice and run once."""
+    seen: dict[str, int] = {}
+    for i, v in enumerate(variants):
+        j = seen.setdefault(v.variant_id, i)
+        if j == i:
+            continue
+        a, b = combos[j].flat, combos[i].flat
+        keys = [f"matrix.{k}" for k in a if a[k] != b.get(k)]
+        raise fail(
+            ", ".join(keys) or "matrix",
+            f"variants {variants[j].label!r} and {v.label!r} are the same run (variant id "
+            f"{v.variant_id}): these values change nothing here"
+            + (" (threads is capped at clients)" if "matrix.threads" in keys else ""),
+            "values that change the run, or an exclude for one of them",
+        )
 
 
 # ---------------------------------------------------------------- expansion

@@ -95,6 +95,20 @@ def has_own_clients(dims: list[Dimension]) -> bool:
     )
 
 
+def other_drivers(dims: list[Dimension]) -> list[str]:
+    """The drivers other than pgbench that the workload dimension uses."""
+    return sorted(
+        {
+            o.value["driver"]
+            for d in dims
+            if d.key == "workload"
+            for o in d.options
+            if isinstance(o.value, dict)
+            and o.value.get("driver", model.DEFAULT_DRIVER) != model.DEFAULT_DRIVER
+        }
+    )
+
+
 def _fields(v: dict[str, Any]) -> dict[str, Any]:
     if v.get("driver", model.DEFAULT_DRIVER) != model.DEFAULT_DRIVER:
         return {

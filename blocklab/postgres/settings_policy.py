@@ -32,8 +32,14 @@ fresh initdb'd cluster shows: the compiled-in boot value, or initdb's postgresql
 
 Every value respects the target build's min_val and max_val (io_combine_limit: at most
 128 pages, 512 kB at 4 kB pages; the *_flush_after settings at most 256 pages): a value
-outside is clamped to the limit and a note says so. A value that is not a whole number of
-the build's pages is rounded to the nearest page (as PostgreSQL would) with a note.
+outside is clamped to the limit. A value that is not a whole number of the build's pages
+is rounded to the nearest page (as PostgreSQL would). PostgreSQL's check hooks add rules
+of their own: the SLRU buffers of PostgreSQL 17+ must be a multiple of SLRU_BANK_SIZE = 16
+(slru.c check_slru_buffers; 0 = auto), so 48 pages of 8 kB become 32 (not 24) of 16 kB;
+wal_buffers is whole WAL blocks of the build, at least 4 (check_wal_buffers). Every step
+taken is one note, with the bytes kept when they are not the reference's:
+"transaction_buffers 48 (384 kB) -> 32 at 16 kB: 24 rounded up to a multiple of 16
+(PostgreSQL requires it); 512 kB instead of 384 kB (not equal in bytes)".
 
 wal_buffers = -1 (the default) auto-tunes in xlog.c's XLOGChooseNumBuffers():
 NBuffers / 32 WAL blocks, at most one WAL segment, at least 8 blocks. NBuffers counts
@@ -50,10 +56,13 @@ clamps (shared_buffers from 32 MB to 2 GB at 4 kB pages), not outside them.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
+
+from blocklab.units import fmt_size
 
 if TYPE_CHECKING:
     from blocklab.model import BuildRequest, Variant
@@ -68,6 +77,16 @@ DEFAULT_WAL_SEGMENT_BYTES = 16 * MIB
 # Settings that count pages but carry no unit in pg_settings (PostgreSQL 13-18).
 UNITLESS_PAGE_COUNTS = ("bgwriter_lru_maxpages", "max_notify_queue_pages")
 SPECIAL = ("wal_buffers",)  # converted by its own rule (auto-tuning), see above
+SLRU_BANK_SIZE = 16  # slru.h: the SLRU buffers of PostgreSQL 17+ come in banks of 16
+# check_slru_buffers (slru.c), the check hook of each: a multiple of SLRU_BANK_SIZE (0 = auto)
+MULTIPLE_OF = dict.fromkeys(
+    (
+        "commit_timestamp_buffers", "multixact_member_buffers", "multixact_offset_buffers",
+        "notify_buffers", "serializable_buffers", "subtransaction_buffers", "transaction_buffers",
+    ),
+    SLRU_BANK_SIZE,
+)  # fmt: skip
+WAL_BUFFERS_MIN_BLOCKS = 4  # xlog.c check_wal_buffers raises anything lower (but -1) to 4
 
 UNIT_BYTES = {"B": 1, "kB": KIB, "MB": MIB, "GB": 1024 * MIB, "TB": 1024 * 1024 * MIB}
 _PLAIN_INT = re.compile(r"^\s*(-?\d+)\s*$")
@@ -186,7 +205,9 @@ def convert(
         )
         if nbytes is not None:
             out[name] = _fit(name, nbytes, settings.get(name), unit, catalogue, notes)
-    out["wal_buffers"] = _wal_buffers(settings, reference, reference_wal_segment_size_bytes)
+    out["wal_buffers"] = _wal_buffers(
+        settings, reference, catalogue, reference_wal_segment_size_bytes, notes
+    )
     return Conversion(out, notes)
 
 
@@ -242,30 +263,73 @@ def _wanted_bytes(
 def _fit(
     name: str, nbytes: int, given: str | None, unit: int, catalogue: Catalogue, notes: list[str]
 ) -> str:
-    """`nbytes` as a value this build accepts: whole pages within its min and max."""
+    """`nbytes` as a value this build accepts: whole units within its min and max, and a
+    multiple of what PostgreSQL's check hook asks for (MULTIPLE_OF). One note says every
+    step taken and the bytes kept when they differ from `nbytes`."""
     guc = catalogue.gucs[name]
+    units, steps = fit_units(name, nbytes, unit, guc)
+    if steps:
+        notes.append(_note(name, nbytes, given, units, unit, steps))
+    if not guc.unit:
+        return str(units)
+    if given is not None and _WITH_UNIT.match(given) and units * unit == nbytes:
+        return given  # already bytes that this build takes as they are
+    return _kb(units * unit)
+
+
+def fit_units(name: str, nbytes: int, unit: int, guc: Guc) -> tuple[int, list[str]]:
+    """The units of `unit` bytes this build takes for `nbytes`, and why it differs."""
+    steps: list[str] = []
     units = round(nbytes / unit)
     if nbytes > 0 and units == 0:
         units = 1
     if units * unit != nbytes:
-        notes.append(
-            f"{name}: {_kb(nbytes)} is not a whole number of {unit // KIB} kB pages; "
-            f"using {units} ({_kb(units * unit)})"
+        steps.append(
+            f"{_kb(nbytes)} is not a whole number of {unit // KIB} kB units; rounded to {units}"
         )
     low, high = guc.limits()
     bounded = units if low is None else max(units, low)
     bounded = bounded if high is None else min(bounded, high)
     if bounded != units:
         side = "above PostgreSQL's maximum" if bounded < units else "below PostgreSQL's minimum"
-        notes.append(
-            f"{name}: {_kb(units * unit)} is {side} of {bounded} × {unit // KIB} kB "
-            f"in this build; clamped to {_kb(bounded * unit)}"
+        steps.append(f"{units} is {side} of {bounded} here; clamped to {_kb(bounded * unit)}")
+    multiple = MULTIPLE_OF.get(name, 1)
+    if bounded % multiple:
+        rounded = _round_to_multiple(bounded, multiple, low, high)
+        way = "up" if rounded > bounded else "down"
+        steps.append(
+            f"{bounded} rounded {way} to a multiple of {multiple} (PostgreSQL requires it)"
         )
-    if not guc.unit:
-        return str(bounded)
-    if given is not None and _WITH_UNIT.match(given) and bounded * unit == nbytes:
-        return given  # already bytes that this build takes as they are
-    return _kb(bounded * unit)
+        bounded = rounded
+    return bounded, steps
+
+
+def _round_to_multiple(n: int, multiple: int, low: int | None, high: int | None) -> int:
+    """The nearest multiple of `multiple` (halfway: up) within [low, high], never 0 for a
+    positive n (0 means auto-tuning for the SLRU buffers)."""
+    down = n - n % multiple
+    up = down + multiple
+    best = up if n - down >= up - n or down == 0 else down
+    if high is not None and best > high:
+        best = down
+    if low is not None and best < low:
+        best = up
+    return best
+
+
+def _note(
+    name: str, nbytes: int, given: str | None, units: int, unit: int, steps: list[str]
+) -> str:
+    """'transaction_buffers 48 -> 32 at 16 kB: ...; 512 kB instead of 384 kB'."""
+    source = f"{given}" if given is not None else "the reference's default"
+    head = f"{name} {source} ({fmt_size(nbytes)}) -> {units} at {unit // KIB} kB: "
+    kept = units * unit
+    tail = (
+        f"; {fmt_size(kept)} instead of {fmt_size(nbytes)} (not equal in bytes)"
+        if kept != nbytes
+        else "; same bytes"
+    )
+    return head + "; ".join(steps) + tail
 
 
 def _kb(nbytes: int) -> str:
@@ -283,12 +347,33 @@ def auto_wal_buffers_bytes(
     return max(xbuffers, 8) * wal_block_size_bytes
 
 
-def _wal_buffers(settings: dict[str, str], reference: Catalogue, segment_bytes: int) -> str:
+def _wal_buffers(
+    settings: dict[str, str],
+    reference: Catalogue,
+    catalogue: Catalogue,
+    segment_bytes: int,
+    notes: list[str],
+) -> str:
+    """wal_buffers with the reference's bytes, in whole WAL blocks of this build (at least
+    the 4 that check_wal_buffers raises a smaller value to)."""
     page, wal_block = reference.block_size_bytes, reference.wal_block_size_bytes
     given = settings.get("wal_buffers", "-1").strip()
-    if given != "-1":
-        nbytes = value_bytes(given, wal_block)
-        return given if nbytes is None or _WITH_UNIT.match(given) else _kb(nbytes)
-    sb = value_bytes(settings.get("shared_buffers", ""), page)
-    shared = sb if sb is not None and sb > 0 else DEFAULT_SHARED_BUFFERS_BYTES
-    return _kb(auto_wal_buffers_bytes(shared, page, wal_block, segment_bytes))
+    if given == "-1":
+        sb = value_bytes(settings.get("shared_buffers", ""), page)
+        shared = sb if sb is not None and sb > 0 else DEFAULT_SHARED_BUFFERS_BYTES
+        nbytes: int | None = auto_wal_buffers_bytes(shared, page, wal_block, segment_bytes)
+        given_text = None
+    else:
+        nbytes, given_text = value_bytes(given, wal_block), given
+    if nbytes is None or nbytes < 0:
+        return given  # not a size: PostgreSQL says what it makes of it
+    own = catalogue.gucs.get("wal_buffers", Guc("wal_buffers", unit="kB"))
+    _low, high = own.limits()
+    guc = dataclasses.replace(own, min_val=str(WAL_BUFFERS_MIN_BLOCKS), max_val=str(high or ""))
+    unit = catalogue.wal_block_size_bytes
+    units, steps = fit_units("wal_buffers", nbytes, unit, guc)
+    if steps:
+        notes.append(_note("wal_buffers", nbytes, given_text, units, unit, steps))
+    if given_text is not None and _WITH_UNIT.match(given_text) and units * unit == nbytes:
+        return given_text
+    return _kb(units * unit)

@@ -114,7 +114,9 @@ def test_cli_prints_inputs_formula_and_answer(capsys: pytest.CaptureFixture[str]
     assert "PagesPerMBofRAM / AccessesPerSecondPerDisk" in out
     assert "1 MiB / page size" in out
     assert "RAM: 3 per GB" in out
-    assert "218.5 s (3.6 min)" in out and "145.6 s (2.4 min)" in out
+    # one number style (blocklab.units.fmt_number): 3 significant digits, separators
+    assert "218 s (3.64 min)" in out and "146 s (2.43 min)" in out
+    assert "IOPS 4k=40,000, 8k=30,000" in out
     assert "RAM-device1: favoured page size 8 kB" in out
     assert "How to read it" in out
 
@@ -123,7 +125,7 @@ def test_cli_prices_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     f = tmp_path / "prices.toml"
     f.write_text("[prices]\nram_price_per_gb = 3\ndevice_price = 100\n")
     assert main(["economics", "--iops", "4k=40000", "--prices", str(f)]) == 0
-    assert "218.5 s" in capsys.readouterr().out
+    assert "218 s (3.64 min)" in capsys.readouterr().out  # one number style
 
 
 @pytest.mark.parametrize(
@@ -178,3 +180,29 @@ def test_cli_unknown_profile_exits_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     argv = ["economics", "--profile", "nope", "--device-price", "5", "--ram-price-per-gb", "3"]
     assert main([*argv, "--results", str(tmp_path)]) == 2
     assert "no device profile 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (5249.96, "5,250 s (1.46 h)"),
+        (406870.2, "406,870 s (4.71 days)"),
+        (59.5, "59.5 s"),
+        (300.0, "300 s (5 min)"),
+    ],
+)
+def test_intervals_print_in_the_terminals_number_style(seconds: float, text: str) -> None:
+    from blocklab.economics.report import format_interval
+
+    assert format_interval(seconds) == text
+
+
+def test_the_table_prints_every_number_in_one_style() -> None:
+    from blocklab.economics.report import render
+
+    graefe = Device("d", price=80, iops_by_size={4096: 83.0})  # 5,249.96 s, as above
+    dear = Device("e", price=6200, iops_by_size={4096: 40_000.0})
+    rows = economics.table(0.047 * 1024, [graefe, dear], [4096])
+    out = render(rows, [graefe, dear], 0.047 * 1024, {"d": "--iops", "e": "--iops"})
+    assert "5,250 s (1.46 h)" in out and "6,200 per drive" in out and "4k=40,000" in out
+    assert "6200" not in out and "5250" not in out and "40000" not in out

@@ -131,9 +131,46 @@ def test_plan_shows_what_each_variant_gets_from_the_builds_catalogues(  # type: 
     rows = {c[0]: c[1:] for c in cells}  # setting -> [4 kB variant, 8 kB reference]
     # io_combine_limit = 128 pages of the 8 kB reference: 1 MB; a 4 kB build takes 512 kB
     assert rows["io_combine_limit"] == ["512kB", "1024kB"]
-    assert "io_combine_limit: 1024kB is above PostgreSQL's maximum" in out
+    words = " ".join(out.split())  # the notes' format changed with the SLRU rounding
+    assert "io_combine_limit 128 (1 MB) -> 128 at 4 kB: 256 is above PostgreSQL's maximum" in words
+    assert "512 kB instead of 1 MB (not equal in bytes)" in words
     assert rows["bgwriter_lru_maxpages"] == ["200", ""]  # the default 100 x 8 kB
     assert "transaction_buffers=512kB" in out  # 64 x 8 kB in both builds
+
+
+def test_plan_takes_runs_flags_and_shows_that_run_under_its_stored_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BLOCKLAB_CACHE", str(tmp_path / "empty-cache"))
+    example = Path(__file__).parents[2] / "examples" / "page-size.toml"
+    args = ["--rounds", "1", "--duration", "2", "--scale", "1", "--results", str(tmp_path)]
+    assert main(["plan", str(example), *args]) == 0
+    out = capsys.readouterr().out
+    assert "stored as experiment 'page-size-s1-d2'" in out  # what `run` names it
+    assert "3 runs (3 per round, design paired, × 1 rounds)" in out
+    adaptive = ["--until-ci", "2", "--max-rounds", "7", "--time-budget", "30m"]
+    assert main(["plan", str(example), "--clients", "2", *adaptive]) == 0
+    out = capsys.readouterr().out
+    assert "stored as experiment 'page-size-c2'" in out
+    assert "up to 21 until every CI half-width ≤ 2 %" in out  # 3 variants x 7 rounds
+    assert "time budget 30 min 00 s" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--rounds", "0"], "--rounds: must be at least 1"),
+        (["--duration", "0"], "--duration: must be at least 1"),
+        (["--max-rounds", "0"], "--max-rounds: must be at least 1"),
+        (["--until-ci", "100"], "--until-ci: a percentage between 0 and 100"),
+        (["--time-budget", "soon"], "--time-budget: 'soon' is not a duration"),
+    ],
+)
+def test_plan_checks_runs_flags_as_run_does(
+    capsys: pytest.CaptureFixture[str], args: list[str], fragment: str
+) -> None:
+    assert main(["plan", *args]) == 2
+    assert fragment in capsys.readouterr().err
 
 
 def test_format_duration() -> None:

@@ -43,3 +43,18 @@ def test_plan_exits_2_on_bad_file(path: Path, capsys: pytest.CaptureFixture[str]
 def test_missing_file_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="does not exist"):
         spec.load(tmp_path / "nope.toml")
+
+
+def test_sysbench_threads_come_from_the_workload_table_and_count_once(tmp_path: Path) -> None:
+    """The way the refusal points: the table's threads (or matrix.clients) make distinct
+    variants, each run with its own concurrency."""
+    f = tmp_path / "sb.toml"
+    f.write_text(
+        '[experiment]\nname = "sb"\nreference = { clients = 1 }\n[matrix]\n'
+        'workload = { driver = "sysbench", test = "oltp_write_only", tables = 1, '
+        "table_size = 1000 }\nclients = [1, 4]\nthreads = 1\n"
+    )
+    variants = spec.load(f).variants()
+    assert [v.workload.clients for v in variants] == [1, 4]
+    assert len({v.variant_id for v in variants}) == 2
+    assert [v.label for v in variants] == ["c=1", "c=4"]

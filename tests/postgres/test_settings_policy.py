@@ -192,6 +192,65 @@ def test_unknown_policy_is_rejected_and_bytes_needs_catalogues() -> None:
         sp.convert({}, "bytes", catalogue=CAT[4])
 
 
+def sixteen_kb_catalogue() -> sp.Catalogue:
+    """The 8 kB catalogue as a 16 kB build would show it: its page and WAL block units."""
+    gucs = {
+        n: dataclasses.replace(g, unit="16kB") if g.unit == "8kB" else g
+        for n, g in CAT[8].gucs.items()
+    }
+    return dataclasses.replace(
+        CAT[8], block_size_bytes=16 * KB, wal_block_size_bytes=16 * KB, gucs=gucs
+    )
+
+
+def test_slru_buffers_are_rounded_to_a_multiple_of_16_with_the_bytes_said() -> None:
+    conv = sp.convert(
+        {"transaction_buffers": "48"}, "bytes", catalogue=sixteen_kb_catalogue(), reference=CAT[8]
+    )
+    assert conv.settings["transaction_buffers"] == "512kB"  # 32 x 16 kB, not 24
+    (note,) = [n for n in conv.notes if n.startswith("transaction_buffers")]
+    assert "-> 32 at 16 kB" in note
+    assert "24 rounded up to a multiple of 16 (PostgreSQL requires it)" in note
+    assert "512 kB instead of 384 kB" in note
+
+
+@pytest.mark.parametrize("build_kb,ref_kb", [(4, 8), (8, 4), (16, 8), (16, 4)])
+def test_every_converted_value_is_one_postgresql_accepts(build_kb: int, ref_kb: int) -> None:
+    own = sixteen_kb_catalogue() if build_kb == 16 else CAT[build_kb]
+    for value in ("0", "1", "8", "17", "24", "40", "48", "100", "1000", "300000", "64MB"):
+        given = dict.fromkeys((*SLRU, "io_combine_limit", "bgwriter_lru_maxpages"), value)
+        given["wal_buffers"] = value
+        conv = sp.convert(given, "bytes", catalogue=own, reference=CAT[ref_kb])
+        for name, written in conv.settings.items():
+            guc = own.gucs[name]
+            unit = own.wal_block_size_bytes if name == "wal_buffers" else own.page_settings()[name]
+            nbytes = sp.value_bytes(written, unit if not guc.unit else 1)  # unitless: a count
+            assert nbytes is not None and nbytes % unit == 0, (name, value, written)
+            units = nbytes // unit
+            low, high = guc.limits()
+            if name == "wal_buffers":
+                low = 4
+            assert low is not None and high is not None
+            assert low <= units <= high, (name, value, written)
+            if name in SLRU:
+                assert units % 16 == 0, (name, value, written)
+
+
+def test_wal_buffers_is_whole_wal_blocks_of_the_build_and_at_least_4() -> None:
+    own = sixteen_kb_catalogue()
+    conv = sp.convert({"wal_buffers": "3"}, "bytes", catalogue=own, reference=CAT[8])
+    assert conv.settings["wal_buffers"] == "64kB"  # 24 kB: 2 blocks of 16 kB, raised to 4
+    (note,) = [n for n in conv.notes if n.startswith("wal_buffers")]
+    assert "wal_buffers 3" in note and "minimum" in note
+    assert "64 kB instead of 24 kB (not equal in bytes)" in note
+    conv = sp.convert({"wal_buffers": "40kB"}, "bytes", catalogue=own, reference=CAT[8])
+    assert conv.settings["wal_buffers"] == "64kB"
+    assert any(n.startswith("wal_buffers 40kB") and "whole number" in n for n in conv.notes)
+    same = sp.convert({"wal_buffers": "256"}, "bytes", catalogue=own, reference=CAT[8])
+    assert same.settings["wal_buffers"] == "2048kB"
+    assert not [n for n in same.notes if n.startswith("wal_buffers")]
+
+
 # --- against real builds: their catalogues and what pg_settings reports ---------------------
 
 PG_UNIT_BYTES = {"B": 1, "kB": KB, "MB": KB * KB, "4kB": 4 * KB, "8kB": 8 * KB, "16kB": 16 * KB}
@@ -281,3 +340,19 @@ def test_bytes_policy_gives_equal_bytes_in_pg_settings(paths, pg18_4k, pg18_8k) 
     assert n4["bgwriter_lru_maxpages"] * 2 == n8["bgwriter_lru_maxpages"]
     assert n4["checkpoint_flush_after"] * 2 == n8["checkpoint_flush_after"]
     assert n4["io_combine_limit"] * 2 == n8["io_combine_limit"]
+
+
+@pytest.mark.build
+def test_every_converted_slru_configuration_starts(paths, pg18_4k, pg18_8k) -> None:  # type: ignore[no-untyped-def]
+    """The values the bytes policy writes are values the server accepts: 48 SLRU pages of
+    4 kB are 24 of 8 kB, which PostgreSQL refuses; the policy writes 32 and the server
+    starts, in both directions, with explicit wal_buffers that are not whole WAL blocks."""
+    given = dict.fromkeys(SLRU, "48") | {"wal_buffers": "3", "io_combine_limit": "40"}
+    cats = {i.block_size_bytes: settings_catalogue.load(i, paths) for i in (pg18_4k, pg18_8k)}
+    for inst, ref in ((pg18_8k, 4096), (pg18_4k, 8192)):
+        own = cats[inst.block_size_bytes]
+        conf = sp.convert(given, "bytes", catalogue=own, reference=cats[ref]).settings
+        rows = _readback(paths, inst, conf)  # raises if the server does not start
+        for name in SLRU:
+            assert int(rows[name]["setting"]) % 16 == 0, (inst.key, name, rows[name])
+        assert int(rows["wal_buffers"]["setting"]) >= 4
