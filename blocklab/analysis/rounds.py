@@ -30,7 +30,7 @@ class RunValue:
     round: int
     copy: int  # the variant's n-th run in the round (RunRecord.copy_index)
     value: float | None  # None: the run failed or has no value for this metric
-    reason: str = ""  # a failed run's reason
+    reason: str = ""  # a failed run's reason ("" for a run that did not fail)
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,8 @@ def _why_dropped(got: dict[int, RunValue], copies: int) -> str:
         if run is None:
             reasons.append(f"copy {c} has no run")
         elif run.value is None:
-            reasons.append(f"copy {c} has no value" + (f" ({run.reason})" if run.reason else ""))
+            failed = f" (failed: {run.reason})" if run.reason else ""
+            reasons.append(f"copy {c} has no value{failed}")
         elif not math.isfinite(run.value):
             reasons.append(f"copy {c} is {run.value}, not a finite number")
     if not reasons:

@@ -133,7 +133,7 @@ def run_values(
         value = None
         if r["status"] == "ok":
             value = r[metric] if metric in RUN_COLUMN_METRICS else metrics_of(r["id"]).get(metric)
-        reason = "" if r["status"] == "ok" else f"failed: {r['reason'] or 'no reason'}"
+        reason = "" if r["status"] == "ok" else (r["reason"] or "no reason given")
         copy = int(r["copy_index"] or 0)
         out.append(RunValue(int(r["round"]), copy, None if value is None else float(value), reason))
     return out

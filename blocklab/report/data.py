@@ -271,11 +271,20 @@ def round_values(
     """round -> value of a variant under `design`, and the rounds left out with why: the
     one reduction of blocklab.analysis.rounds, as in the summary and rounds.csv."""
     mine = [
-        RunValue(r.round, r.copy_index, _value(r, metric), "" if r.status == "ok" else r.reason)
+        RunValue(
+            r.round,
+            r.copy_index,
+            _value(r, metric),
+            "" if r.status == "ok" else (r.reason or "no reason given"),
+        )
         for r in runs
         if r.variant_id == variant_id
     ]
     return per_round_values(design, mine, is_reference=is_reference)
+
+
+def _failure(run: RunView) -> str:
+    return "" if run.status == "ok" else (run.reason or "no reason given")
 
 
 def _value(run: RunView, metric: str) -> float | None:
