@@ -50,6 +50,7 @@ def variant_row(v: VariantSummary, info: MetricInfo, *, several_refs: bool) -> R
     """The texts of one variant's cells."""
     st = v.summary
     failures = [f"failed run, {reason}" for reason in v.failure_reasons]
+    failures += [f"round {r}: {why}" for r, why in v.dropped.items() if _not_a_failure(why)]
     if st is None:
         cells = dict.fromkeys(FULL, NO_VALUE) | {
             VARIANT: v.label,
@@ -76,6 +77,11 @@ def variant_row(v: VariantSummary, info: MetricInfo, *, several_refs: bool) -> R
     if v.comparison is not None and v.comparison.note:
         notes.append(v.comparison.note)
     return Row(v.label, cells, notes + failures)
+
+
+def _not_a_failure(why: str) -> bool:
+    """A round left out for a reason the failed-run lines do not already give."""
+    return why.startswith("half a palindrome") or "not a finite number" in why
 
 
 def _interval(low: float | None, high: float | None, unit: str) -> str:

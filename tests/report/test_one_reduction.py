@@ -119,3 +119,13 @@ def test_carryover_is_found_in_the_summary_and_the_report(results: Path) -> None
     assert page["carryover"]["flagged"] is True
     assert page["carryover"]["ratio"] == pytest.approx(c.comparison.ratio, rel=1e-5)
     assert page["carryover"]["text"] == lines[-1]
+
+
+def test_the_summary_prints_the_half_palindrome_and_the_carryover(
+    results: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["summary", NAME, "--results", str(results)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "runs right after a switch were" in out
+    assert "compare with A B B A or a longer warm-up" in out
+    assert "bs=4k: round 3: half a palindrome, left out" in out
