@@ -37,6 +37,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from blocklab.analysis.rounds import RunValue, combine
 from blocklab.analysis.stats import Comparison, compare_paired
 from blocklab.experiment_file.design import AA_CONTROL, ABBA, check_design, check_reference
 
@@ -103,16 +104,11 @@ def aa_rounds(refs: Sequence[RoundCopies]) -> tuple[dict[int, float], dict[int, 
 
 
 def _round_values(rounds: Mapping[int, Sequence[float]], copies: int) -> dict[int, float]:
-    """Per round, the geometric mean of the first `copies` values; rounds that lack one of
-    them (a failed run) are left out, since half a palindrome does not cancel drift."""
-    out = {}
-    for r, xs in rounds.items():
-        if len(xs) >= copies and all(x > 0 for x in xs[:copies]):
-            out[r] = math.exp(sum(math.log(x) for x in xs[:copies]) / copies)
-        elif copies == 1 and xs:
-            out[r] = xs[0]  # a 0 or negative single value: stats compares differences
-    return out
+    """Per round, one value from the first `copies` values (blocklab.analysis.rounds: the
+    one reduction the summary, the report and the CSV use)."""
+    runs = [RunValue(r, c, x) for r, xs in rounds.items() for c, x in enumerate(xs)]
+    return combine(copies, runs).values
 
 
 def _copy(rounds: Mapping[int, Sequence[float]], copy: int) -> dict[int, float]:
-    return {r: xs[copy] for r, xs in rounds.items() if len(xs) > copy}
+    return {r: xs[copy] for r, xs in rounds.items() if len(xs) > copy and math.isfinite(xs[copy])}

@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blocklab.analysis import precision, stats
-from blocklab.analysis.designs import aa_rounds
+from blocklab.analysis import carryover, precision, stats
+from blocklab.analysis.aa import aa_comparison
+from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import (
     RUN_COLUMN_METRICS,
     MetricInfo,
@@ -31,6 +32,7 @@ from blocklab.analysis.metrics import (
     throughput_info,
     verdict_text,
 )
+from blocklab.analysis.rounds import RunValue, per_round_values
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as designs
 from blocklab.store import ResultsStore, Row
@@ -51,6 +53,7 @@ class VariantSummary:
     verdict: str  # in the metric's words: faster/slower, better/worse, higher/lower
     latency_avg_ms: stats.Summary | None
     reference_id: str | None = None
+    dropped: dict[int, str] = field(default_factory=dict)  # round -> why it has no value
 
 
 @dataclass
@@ -66,6 +69,7 @@ class ExperimentSummary:
     design: str = designs.PAIRED
     aa: stats.Comparison | None = None  # aa-control: reference copy 1 / copy 0
     aa_label: str = ""
+    carryover: CarryOver | None = None  # runs after a switch / after a repeat
     # metric -> [(variant label, comparison with its reference)], for tps summaries
     side: dict[str, list[tuple[str, stats.Comparison]]] = field(default_factory=dict)
 
@@ -106,7 +110,7 @@ def round_copies(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int
         if r["status"] != "ok":
             continue
         value = r[metric] if metric in RUN_COLUMN_METRICS else db.metrics(r["id"]).get(metric)
-        if value is not None:
+        if value is not None and math.isfinite(float(value)):
             out.setdefault(int(r["round"]), {})[int(r["copy_index"] or 0)] = float(value)
     return out
 
@@ -116,21 +120,23 @@ def round_values(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int
     return {r: cs[0] for r, cs in round_copies(db, runs, metric).items() if 0 in cs}
 
 
-def combine_copies(copies: dict[int, dict[int, float]], expected: int) -> dict[int, float]:
-    """Per round, one value from `expected` copies: their geometric mean (their mean when
-    a value is not positive); a round missing a copy is left out, since half a
-    palindrome does not cancel drift."""
-    out = {}
-    for r, cs in copies.items():
-        xs = [cs[c] for c in range(expected) if c in cs]
-        if len(xs) < expected:
-            continue
-        if len(xs) == 1:
-            out[r] = xs[0]  # one copy: its value, exactly
-        elif all(x > 0 for x in xs):
-            out[r] = math.exp(sum(math.log(x) for x in xs) / len(xs))
-        else:
-            out[r] = sum(xs) / len(xs)
+def run_values(
+    db: ResultsStore,
+    runs: Sequence[Row],
+    metric: str,
+    metrics_of: Callable[[int], Mapping[str, float | None]] | None = None,
+) -> list[RunValue]:
+    """`runs` as the per-round reduction sees them: failed runs and runs without the
+    metric with no value (and their reason). `metrics_of`: a run's metrics (db.metrics)."""
+    metrics_of = metrics_of or db.metrics
+    out = []
+    for r in runs:
+        value = None
+        if r["status"] == "ok":
+            value = r[metric] if metric in RUN_COLUMN_METRICS else metrics_of(r["id"]).get(metric)
+        reason = "" if r["status"] == "ok" else (r["reason"] or "no reason given")
+        copy = int(r["copy_index"] or 0)
+        out.append(RunValue(int(r["round"]), copy, None if value is None else float(value), reason))
     return out
 
 
@@ -138,12 +144,6 @@ def design_of(exp: Row) -> str:
     spec = json.loads(exp["spec_json"] or "{}")
     kind = (spec.get("design") or {}).get("kind", designs.PAIRED)
     return kind if kind in designs.DESIGNS else designs.PAIRED
-
-
-def copies_per_round(design: str, variant_id: str, reference_ids: set[str]) -> int:
-    if design == designs.ABBA:
-        return 2
-    return 2 if design == designs.AA_CONTROL and variant_id in reference_ids else 1
 
 
 def run_hosts(runs: Sequence[Row]) -> list[str]:
@@ -182,22 +182,35 @@ def summarize_experiment(
     labels = {v["variant_id"]: v["label"] for v in variants}
     runs_of = _runs_by_variant(labels, all_runs)
     refs = {v["reference_id"] or ref_id for v in variants} - {None}
-    copies_of = {vid: round_copies(db, runs, metric) for vid, runs in runs_of.items()}
-    values_of = {
-        vid: combine_copies(cs, copies_per_round(design, vid, refs))
-        for vid, cs in copies_of.items()
+    reduced = {
+        vid: per_round_values(design, run_values(db, runs, metric), is_reference=vid in refs)
+        for vid, runs in runs_of.items()
     }
-    aa_refs = sorted(refs & set(copies_of))
+    values_of = {vid: rv.values for vid, rv in reduced.items()}
+    aa_refs = sorted(refs & set(runs_of))
     if design == designs.AA_CONTROL and aa_refs:
-        first, second = aa_rounds([copies_of[r] for r in aa_refs])
-        result.aa = compare(first, second, info)
+        up = info.higher_is_better is not False
+        ref_runs = [run_values(db, runs_of[r], metric) for r in aa_refs]
+        result.aa = aa_comparison(*ref_runs, higher_is_better=up)
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs)
     for v in variants:
         runs = runs_of[v["variant_id"]]
-        result.variants.append(_variant_summary(db, v, ref_id, runs, values_of, labels, info))
+        vs = _variant_summary(db, v, ref_id, runs, values_of, labels, info)
+        vs.dropped = reduced[v["variant_id"]].dropped
+        result.variants.append(vs)
+    result.carryover = carry_over(db, all_runs, metric)
     if side and metric == "tps":
         result.side = _side_metrics(db, name, host)
     return result
+
+
+def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
+    """The carry-over estimate (blocklab.analysis.carryover) of `runs` on `metric`."""
+    values = run_values(db, runs, metric)
+    return carryover.estimate(
+        carryover.PositionRun(v.round, int(r["position"]), r["variant_id"], v.value)
+        for r, v in zip(runs, values, strict=True)
+    )
 
 
 def _runs_on_host(runs: Sequence[Row], name: str, host: str | None) -> Sequence[Row]:

@@ -14,8 +14,9 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from blocklab.analysis import stats
-from blocklab.analysis.metrics import MetricInfo, metric_info
+from blocklab.analysis import carryover, stats
+from blocklab.analysis.aa import aa_sentence
+from blocklab.analysis.metrics import SPEED_METRICS, MetricInfo, metric_info
 from blocklab.analysis.summary import ExperimentSummary, VariantSummary
 from blocklab.units import NO_VALUE, fmt_difference, fmt_value
 
@@ -49,6 +50,7 @@ def variant_row(v: VariantSummary, info: MetricInfo, *, several_refs: bool) -> R
     """The texts of one variant's cells."""
     st = v.summary
     failures = [f"failed run, {reason}" for reason in v.failure_reasons]
+    failures += [f"round {r}: {why}" for r, why in v.dropped.items() if _not_a_failure(why)]
     if st is None:
         cells = dict.fromkeys(FULL, NO_VALUE) | {
             VARIANT: v.label,
@@ -75,6 +77,11 @@ def variant_row(v: VariantSummary, info: MetricInfo, *, several_refs: bool) -> R
     if v.comparison is not None and v.comparison.note:
         notes.append(v.comparison.note)
     return Row(v.label, cells, notes + failures)
+
+
+def _not_a_failure(why: str) -> bool:
+    """A round left out for a reason the failed-run lines do not already give."""
+    return why.startswith("half a palindrome") or "not a finite number" in why
 
 
 def _interval(low: float | None, high: float | None, unit: str) -> str:
@@ -148,6 +155,7 @@ def design_lines(s: ExperimentSummary) -> list[str]:
             + (f", CI half-width {width:.2f} %" if width is not None else "")
             + "; a comparison inside this is not a difference the machine can show"
         )
+    lines += verdict_lines(s)
     for metric, rows in s.side.items():
         info = metric_info(metric)
         for label, c in rows:
@@ -157,6 +165,21 @@ def design_lines(s: ExperimentSummary) -> list[str]:
                 + (f", CI half-width {width:.2f} %" if width is not None else "")
             )
     return lines
+
+
+def verdict_lines(s: ExperimentSummary) -> list[str]:
+    """The A/A verdict and the carry-over estimate, in words (nothing to say: no line)."""
+    lines = [aa_sentence(s.aa)] if s.aa is not None else []
+    if s.carryover is not None and s.carryover.comparison is not None:
+        lines.append(carryover.sentence(s.carryover, ratio_words(s.info)))
+    return lines
+
+
+def ratio_words(info: MetricInfo) -> tuple[str, str]:
+    """What a ratio above 1 and below 1 mean for the metric, as words."""
+    if info.key in SPEED_METRICS:
+        return ("faster", "slower") if info.higher_is_better is not False else ("slower", "faster")
+    return ("higher", "lower")
 
 
 DESIGN_ANALYSIS = {

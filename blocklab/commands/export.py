@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from blocklab.commands.options import results_option
 from blocklab.errors import UserError
+
+if TYPE_CHECKING:
+    from blocklab.store import ResultsStore
 
 
 @click.command("export")
@@ -16,7 +20,7 @@ from blocklab.errors import UserError
     "--csv",
     "csv_dir",
     type=click.Path(path_type=Path),
-    help="directory to write runs.csv and series.csv into",
+    help="directory to write runs.csv, series.csv and rounds.csv into",
 )
 @click.option(
     "--to",
@@ -45,6 +49,8 @@ def export_cmd(
 
             for path, rows in export_csv(db, csv_dir, experiment):
                 click.echo(f"{path}: {rows} rows")
+            path, rows = _rounds_csv(db, csv_dir, experiment)
+            click.echo(f"{path}: {rows} rows")
             return
         from blocklab.store.copy_results import copy_results
 
@@ -54,6 +60,17 @@ def export_cmd(
                 f"copied {counts.copied} runs, skipped {counts.skipped} already in "
                 f"{dest.location} ({counts.experiments} experiment(s))"
             )
+
+
+def _rounds_csv(db: ResultsStore, out_dir: Path, experiment: str | None) -> tuple[Path, int]:
+    """rounds.csv: the per-round values the summary and the report compare."""
+    from blocklab.analysis.round_table import ROUND_FIELDS, round_rows
+    from blocklab.store.export import write_csv
+
+    names = [experiment] if experiment else [e["name"] for e in db.experiments()]
+    rows = [row for name in names for row in round_rows(db, name)]
+    path = out_dir / "rounds.csv"
+    return path, write_csv(path, rows, ROUND_FIELDS)
 
 
 COMMANDS: list[click.Command] = [export_cmd]

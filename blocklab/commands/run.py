@@ -57,14 +57,10 @@ def run_cmd(
     flags.check()
     if file is not None and not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
-    from blocklab.analysis.query_summary import summarize_queries
-    from blocklab.analysis.query_table import print_queries
-    from blocklab.analysis.summary import restore_note, summarize_experiment
-    from blocklab.analysis.summary_table import print_summary
     from blocklab.execution.experiment import StoppingRule
     from blocklab.execution.preflight import check_machine
     from blocklab.postgres.cluster import open_home
-    from blocklab.store.factory import check_results, open_results
+    from blocklab.store.factory import check_results
 
     paths = _paths()
     check_results(results)
@@ -75,18 +71,33 @@ def run_cmd(
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
     rule = StoppingRule(rounds=exp.rounds, **flags.stopping(exp))
     outcome, datasets = _execute(exp, paths, results, rule, quiet or not sys.stderr.isatty())
-    out = console()
-    with open_results(results) as db:
-        print_summary(out, summarize_experiment(db, exp.name))
-        queries = summarize_queries(db, exp.name)
-        if queries is not None:  # the plans side by side: blocklab summary
-            print_queries(out, queries, diffs=False)
-        out.print(restore_note(db, exp.name, [d.init_s for d in datasets]), highlight=False)
-        where = db.location
-    out.print(f"\n{outcome.end_reason}. Results: {where} (experiment '{exp.name}').")
-    out.print("Next: blocklab summary · blocklab report · blocklab export --csv DIR")
+    _print_results(exp.name, results, outcome.end_reason, [d.init_s for d in datasets])
     if outcome.runs_failed:
         raise click.exceptions.Exit(1)
+
+
+def _print_results(name: str, results: str | None, end_reason: str, init_s: list[float]) -> None:
+    """The summary, the plans, and last the A/A verdict of an aa-control experiment."""
+    from blocklab.analysis.aa import aa_sentence
+    from blocklab.analysis.query_summary import summarize_queries
+    from blocklab.analysis.query_table import print_queries
+    from blocklab.analysis.summary import restore_note, summarize_experiment
+    from blocklab.analysis.summary_table import print_summary
+    from blocklab.store.factory import open_results
+
+    out = console()
+    with open_results(results) as db:
+        summary = summarize_experiment(db, name)
+        print_summary(out, summary)
+        queries = summarize_queries(db, name)
+        if queries is not None:  # the plans side by side: blocklab summary
+            print_queries(out, queries, diffs=False)
+        out.print(restore_note(db, name, init_s), highlight=False)
+        where = db.location
+    out.print(f"\n{end_reason}. Results: {where} (experiment '{name}').")
+    out.print("Next: blocklab summary · blocklab report · blocklab export --csv DIR")
+    if summary.aa is not None:  # the last line: whether this machine can show a difference
+        out.print(aa_sentence(summary.aa), highlight=False)
 
 
 def _execute(

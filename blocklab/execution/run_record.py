@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,10 +44,29 @@ def finished_record(
     )
     if not reason:
         _fill_results(rec, driver, result, acc)
+        reason = non_finite_reason(rec)
+        if reason:
+            rec.status, rec.reason = "failed", reason
     (acc.raw_dir / "run.json").write_text(
         json.dumps({"status": rec.status, "reason": reason, "phases_s": acc.phases_s}, indent=1)
     )
     return rec
+
+
+RESULT_FIELDS = ("tps", "latency_avg_ms", "latency_stddev_ms")
+
+
+def non_finite_reason(rec: RunRecord) -> str:
+    """Why a run's numbers cannot be used ("" when every one is finite or absent): a NaN
+    or infinite throughput, latency or metric makes a failed run, never a crash later."""
+    values = {f: getattr(rec, f) for f in RESULT_FIELDS} | dict(rec.metrics)
+    bad = sorted(
+        k for k, v in values.items() if isinstance(v, int | float) and not math.isfinite(v)
+    )
+    if not bad:
+        return ""
+    shown = ", ".join(f"{k} = {values[k]}" for k in bad)
+    return f"not a finite number: {shown} (the driver's or a probe's output was not usable)"
 
 
 def _fill_results(

@@ -13,10 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blocklab.analysis import carryover
+from blocklab.analysis.aa import aa_comparison
+from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
-from blocklab.analysis.summary import combine_copies
+from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
+from blocklab.analysis.stats import Comparison
+from blocklab.analysis.summary import design_of
 from blocklab.economics import device_store
 from blocklab.errors import UserError
+from blocklab.experiment_file.design import AA_CONTROL
 from blocklab.report import shape
 from blocklab.store import RESULTS_DB_NAME, ResultsStore
 from blocklab.store.factory import is_postgres, open_store
@@ -40,6 +46,7 @@ class RunView:
     settings: dict[str, Any]
     provenance: dict[str, Any]
     metrics: dict[str, float | None]
+    copy_index: int = 0  # the variant's n-th run in its round (abba, aa-control)
 
     def value(self, metric: str) -> float | None:
         if metric == "tps":
@@ -77,6 +84,9 @@ class ExperimentView:
     throughput_name: str = "tps"  # the drivers' throughput: "tps", "tpmC"
     fleet_host: str = ""  # the fleet host whose runs these are ("" on one machine)
     stored_name: str = ""  # the experiment's name in the results store
+    design: str = "paired"  # the experiment's design (blocklab.experiment_file.design)
+    aa: Comparison | None = None  # aa-control: the reference's copy 1 / copy 0 (throughput)
+    carryover: CarryOver | None = None  # throughput after a switch / after a repeat
 
     def __post_init__(self) -> None:
         self.stored_name = self.stored_name or self.name
@@ -163,6 +173,7 @@ def _run_view(row: Any, metrics: dict[str, float | None]) -> RunView:
         settings=json.loads(row["settings_json"] or "{}"),
         provenance=json.loads(row["provenance_json"] or "{}"),
         metrics=metrics,
+        copy_index=int(row["copy_index"] or 0),
     )
 
 
@@ -201,7 +212,8 @@ def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> 
     names = drivers_of(json.dumps(v.variant) for v in variants)
     throughput = throughput_info(names)
     metrics = [throughput if m.key == "tps" else m for m in shape.order_metrics(present)]
-    _fill_cells(variants, runs, metrics)
+    design = design_of(exp)
+    _fill_cells(variants, runs, metrics, design)
     shown = name if host is None else f"{name} @ {host}"
     return ExperimentView(
         name=shown,
@@ -218,7 +230,20 @@ def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> 
         throughput_name=throughput_name(names),
         fleet_host=host or "",
         stored_name=name,
+        design=design,
+        aa=_aa(runs, design, ref),
+        carryover=carryover.estimate(
+            carryover.PositionRun(r.round, r.position, r.variant_id, _value(r, "tps")) for r in runs
+        ),
     )
+
+
+def _aa(runs: list[RunView], design: str, ref: str | None) -> Comparison | None:
+    """aa-control's A/A comparison of the throughput, as in the summary."""
+    if design != AA_CONTROL or ref is None:
+        return None
+    mine = [RunValue(r.round, r.copy_index, _value(r, "tps")) for r in runs if r.variant_id == ref]
+    return aa_comparison(mine)
 
 
 THROUGHPUT_SERIES = ("tps", "tpmc")  # a run's per-second throughput, by driver
@@ -240,35 +265,54 @@ def throughput_name(driver_names: list[str]) -> str:
     return metrics.pop() if len(metrics) == 1 else "tps"
 
 
-def round_values(runs: list[RunView], variant_id: str, metric: str) -> dict[int, float]:
-    """round -> value; a variant run twice in a round (the abba and aa-control designs)
-    counts once, as its copies' geometric mean (mean when one is not positive), as in
-    blocklab.analysis.summary."""
-    copies: dict[int, dict[int, float]] = {}
-    for r in runs:
-        if r.variant_id == variant_id and r.status == "ok":
-            v = r.value(metric)
-            if v is not None:
-                got = copies.setdefault(r.round, {})
-                got[len(got)] = float(v)
-    return {rnd: combine_copies({rnd: cs}, len(cs))[rnd] for rnd, cs in copies.items()}
+def round_values(
+    runs: list[RunView], variant_id: str, metric: str, design: str, *, is_reference: bool
+) -> RoundValues:
+    """round -> value of a variant under `design`, and the rounds left out with why: the
+    one reduction of blocklab.analysis.rounds, as in the summary and rounds.csv."""
+    mine = [
+        RunValue(
+            r.round,
+            r.copy_index,
+            _value(r, metric),
+            "" if r.status == "ok" else (r.reason or "no reason given"),
+        )
+        for r in runs
+        if r.variant_id == variant_id
+    ]
+    return per_round_values(design, mine, is_reference=is_reference)
+
+
+def _failure(run: RunView) -> str:
+    return "" if run.status == "ok" else (run.reason or "no reason given")
+
+
+def _value(run: RunView, metric: str) -> float | None:
+    v = run.value(metric) if run.status == "ok" else None
+    return None if v is None else float(v)
 
 
 def _fill_cells(
     variants: list[VariantView],
     runs: list[RunView],
     metrics: list[MetricInfo],
+    design: str,
 ) -> None:
     """Each variant's statistics, paired by round with its own reference's."""
     known = {v.variant_id for v in variants}
+    refs = {v.reference_id for v in variants} | {v.variant_id for v in variants if v.is_reference}
     for m in metrics:
         for v in variants:
-            values = round_values(runs, v.variant_id, m.key)
-            has_ref = v.reference_id in known and not v.is_reference
-            against = (
-                round_values(runs, v.reference_id, m.key) if has_ref and v.reference_id else None
+            mine = round_values(
+                runs, v.variant_id, m.key, design, is_reference=v.variant_id in refs
             )
-            cell = shape.cell_stats(values, against, m, is_reference=v.is_reference)
+            has_ref = v.reference_id in known and not v.is_reference
+            against = None
+            if has_ref and v.reference_id:
+                against = round_values(runs, v.reference_id, m.key, design, is_reference=True)
+            cell = shape.cell_stats(
+                mine.values, against.values if against else None, m, is_reference=v.is_reference
+            )
             if cell is not None:
                 v.cells[m.key] = cell
 

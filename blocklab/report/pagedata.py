@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from blocklab.analysis import carryover
+from blocklab.analysis.aa import aa_sentence, biased
+from blocklab.analysis.stats import Comparison
 from blocklab.report import data, manifest, panels, shape
 from blocklab.report.data import ExperimentView
 
@@ -62,6 +65,9 @@ def experiment_json(exp: ExperimentView, page: str = "") -> dict[str, Any]:
         "dimLabels": shape.dim_labels(exp.dims),
         "axes": list(exp.axes),
         "metrics": [{"key": m.key, "label": m.label, "unit": m.unit} for m in exp.metrics],
+        "design": exp.design,
+        "aa": verdict_json(exp.aa, aa_sentence(exp.aa), biased(exp.aa)),
+        "carryover": carryover_json(exp),
         "variants": [
             {
                 "id": v.variant_id,
@@ -74,6 +80,30 @@ def experiment_json(exp: ExperimentView, page: str = "") -> dict[str, Any]:
             for v in exp.variants
         ],
     }
+
+
+def verdict_json(c: Comparison | None, text: str, flagged: bool) -> dict[str, Any] | None:
+    """A ratio with its CI and its sentence (None without a comparison)."""
+    if c is None:
+        return None
+    return {
+        "ratio": _r(c.ratio),
+        "lo": _r(c.ci95_low),
+        "hi": _r(c.ci95_high),
+        "rounds": c.n_pairs,
+        "flagged": flagged,  # the CI excludes 1
+        "text": text,
+    }
+
+
+def carryover_json(exp: ExperimentView) -> dict[str, Any] | None:
+    """The throughput's carry-over (after a switch / after a repeat); None when the design
+    never runs a variant twice in a row."""
+    c = exp.carryover
+    if c is None or c.comparison is None:
+        return None
+    text = carryover.sentence(c, ("faster", "slower"))
+    return verdict_json(c.comparison, text, c.detected)
 
 
 def compare_items(exp: ExperimentView, index: int) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ Series go on run pages only; the index and experiment pages carry per-variant nu
 
 Layout:
   index.html  compare.html  assets/{plotly.min.js,site.css,site.js}
-  e/<experiment>/index.html  grid.html  runs.csv  series.csv
+  e/<experiment>/index.html  grid.html  runs.csv  rounds.csv  series.csv
   e/<experiment>/runs/<id>.html  <id>-series.csv  <id>-raw/<raw files>
 """
 
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from blocklab import __version__, faults, proc
+from blocklab.analysis.round_table import ROUND_FIELDS, round_rows
 from blocklab.economics import device_store
 from blocklab.errors import UserError
 from blocklab.report import csvout, data, devices, manifest, parallel
@@ -367,6 +368,9 @@ def write_runs_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
         export.RUN_FIELDS,
     )
     w.put(f"e/{exp.slug}/runs.csv", tmp.read_text())
+    rows = list(round_rows(db, exp.stored_name, host=exp.fleet_host or None))
+    export.write_csv(tmp, rows, ROUND_FIELDS)
+    w.put(f"e/{exp.slug}/rounds.csv", tmp.read_text())
     tmp.unlink()
 
 
