@@ -33,13 +33,18 @@ SYSTEM_DIRS = tuple(
 )  # fmt: skip
 
 
+def is_system_dir(resolved: Path) -> bool:
+    """`resolved` (already resolved) is a system directory or an ancestor of one."""
+    return any(resolved == d or resolved in d.parents for d in SYSTEM_DIRS)
+
+
 def check_own_dir(path: Path, key: str) -> Path:
     """`path` resolved (symlinks followed), refused with a UserError naming `key` when it
     has a `..` part or resolves to a system directory or an ancestor of one."""
     if ".." in path.parts:
         raise UserError(f"{key}: {path} contains '..'; give the directory without it")
     resolved = path.resolve()
-    if any(resolved == d or resolved in d.parents for d in SYSTEM_DIRS):
+    if is_system_dir(resolved):
         shown = f"{path} (resolves to {resolved})" if resolved != path else str(path)
         raise UserError(
             f"{key}: {shown} is a system directory; allowed: a directory of blocklab's own "
@@ -51,7 +56,10 @@ def check_own_dir(path: Path, key: str) -> Path:
 def safe_remove_tree(path: Path, allowed_roots: Iterable[Path]) -> None:
     """rmtree `path` only when it resolves strictly inside one of `allowed_roots` (also
     resolved) and is no system directory; a symlink itself is refused (rmtree would not
-    follow it, and what it names is not ours). A missing path is nothing to do."""
+    follow it, and what it names is not ours). A missing path is nothing to do.
+    `allowed_roots` must be blocklab's own directories (its work dir, a results
+    directory's raw runs), never a path's own parent: a directory blocklab made outside
+    them is deleted by blocklab.storage.made_dirs, by its State record."""
     if not path.exists() and not path.is_symlink():
         return
     target = path.resolve()
@@ -61,7 +69,7 @@ def safe_remove_tree(path: Path, allowed_roots: Iterable[Path]) -> None:
             f"refusing to delete {path} (resolves to {target}): not inside "
             f"{', '.join(map(str, roots))}"
         )
-    if any(target == d or target in d.parents for d in SYSTEM_DIRS):
+    if is_system_dir(target):
         raise StorageError(
             f"refusing to delete {path}: it resolves to the system directory {target}"
         )

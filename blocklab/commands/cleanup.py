@@ -27,7 +27,9 @@ def cleanup_command(force: bool) -> None:
         click.echo(f"released {line}")
     for line in report.skipped:
         click.echo(f"left alone {line} (use --force to release it)")
-    if not report.released and not report.skipped and not report.failed:
+    for line in report.left_alone:
+        click.echo(f"left alone {line} (not blocklab's: its record is dropped)")
+    if not (report.released or report.skipped or report.failed or report.left_alone):
         click.echo("nothing to release")
     if report.failed:
         raise StorageError("could not release:\n  " + "\n  ".join(report.failed))

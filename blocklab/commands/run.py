@@ -110,14 +110,14 @@ def _execute(
     from blocklab.execution.progress import BarProgress, QuietProgress
     from blocklab.host import host_facts
     from blocklab.state import State
-    from blocklab.storage.cleanup import release_all
+    from blocklab.storage.cleanup import release_report
     from blocklab.store import results_space
     from blocklab.store.factory import open_results
 
     err = console(stderr=True)
     state = State(paths.state_file)
-    for line in release_all(state, only_dead_owners=True):
-        err.print(f"released what a killed blocklab left behind: {line}")
+    for line in release_report(state, only_dead_owners=True).lines():
+        err.print(f"what a killed blocklab left behind: {line}")
     progress = QuietProgress(err) if quiet else BarProgress(err)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     # A shell starts background jobs with SIGINT ignored, and Python then installs no

@@ -50,11 +50,11 @@ class Agent:
         """Take jobs until stopped (SIGINT/SIGTERM: after the current job), or with
         `until_idle` until the host's queue holds no job to run now."""
         from blocklab.state import State
-        from blocklab.storage.cleanup import release_all
+        from blocklab.storage.cleanup import release_report
 
         queue.require_installed(self.target)
-        for line in release_all(State(self.paths.state_file), only_dead_owners=True):
-            self.log(f"released what a killed blocklab left behind: {line}")
+        for line in release_report(State(self.paths.state_file), only_dead_owners=True).lines():
+            self.log(f"what a killed blocklab left behind: {line}")
         stop = threading.Event()
         beat = threading.Thread(target=self._heartbeat, args=(stop,), daemon=True)
         beat.start()

@@ -1,5 +1,8 @@
 """Release what State records: servers, mounts, loop devices, cgroups, temp dirs.
 
+A recorded directory is deleted only when blocklab made it and it is still that
+directory (blocklab.storage.made_dirs); otherwise it is left alone and reported.
+
 Newest first, so a server is stopped before the mount under it and a mount is undone
 before its loop device. A server's PID is signalled only while /proc/PID/cmdline still
 shows a postgres started on the recorded data directory (PIDs get reused).
@@ -7,7 +10,6 @@ shows a postgres started on the recorded data directory (PIDs get reused).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 from collections.abc import Callable
@@ -16,9 +18,8 @@ from pathlib import Path
 
 from blocklab import proc
 from blocklab.errors import BlocklabError, StorageError
-from blocklab.paths import safe_remove_tree
 from blocklab.state import Entry, State
-from blocklab.storage import cgroup, loopfs
+from blocklab.storage import cgroup, loopfs, made_dirs
 
 SERVER_GRACE_S = 30.0
 POSTGRES_NAMES = ("postgres", "postmaster")
@@ -29,6 +30,13 @@ class CleanupReport:
     released: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # owned by a live process
+    left_alone: list[str] = field(default_factory=list)  # recorded, but not blocklab's
+
+    def lines(self) -> list[str]:
+        """What was released and what was left alone, one line each (for a log)."""
+        return [f"released {x}" for x in self.released] + [
+            f"left alone {x}" for x in self.left_alone
+        ]
 
 
 def release_all(state: State, *, only_dead_owners: bool = True) -> list[str]:
@@ -44,6 +52,9 @@ def release_report(state: State, *, only_dead_owners: bool = True) -> CleanupRep
             continue
         try:
             what = RELEASERS[entry.kind](entry, state)
+        except made_dirs.LeftAlone as e:
+            report.left_alone.append(str(e))
+            continue
         except (BlocklabError, OSError, KeyError) as e:
             report.failed.append(f"{entry.kind} {entry.ident}: {e}")
             continue
@@ -84,12 +95,7 @@ def _release_cgroup(entry: Entry, state: State) -> str:
 
 
 def _release_tempdir(entry: Entry, state: State) -> str:
-    with contextlib.suppress(OSError):  # what is left is reported just below
-        safe_remove_tree(Path(entry.ident), [Path(entry.ident).parent])
-    if os.path.exists(entry.ident):
-        raise StorageError(f"cannot remove {entry.ident}")
-    state.remove("tempdir", entry.ident)
-    return f"directory {entry.ident}"
+    return made_dirs.remove_dir(Path(entry.ident), entry.info, state)
 
 
 RELEASERS: dict[str, Callable[[Entry, State], str]] = {

@@ -4,11 +4,12 @@ Layout under paths.work: images/<name>-<role>.img (sparse loop images),
 mnt/<name>-<role>/ (mount points), dirs/<name>-<role>/ (kind 'dir' without a path).
 The directory handed out is <mount point>/<role> (mode 0755, empty), so the file
 system's own root (lost+found) stays out of the data directory.
+A kind 'dir' directory is made new (<storage.path>/<name>-<role>); one that exists and
+blocklab did not make is refused, never taken over or deleted (blocklab.storage.made_dirs).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from blocklab.errors import StorageError, UserError
 from blocklab.model import StorageRequest
 from blocklab.paths import Paths, ensure_dir, safe_remove_tree
 from blocklab.state import State
-from blocklab.storage import loopfs, safety
+from blocklab.storage import loopfs, made_dirs, safety
 from blocklab.storage.devices import device_for_path, is_mount_point
 from blocklab.storage.kinds import (
     DEFAULT_BLOCK_SIZE,
@@ -153,26 +154,20 @@ def _volume(
 def _dir_volume(req: StorageRequest, role: str, name: str, paths: Paths, state: State) -> Volume:
     base = Path(req.path) if req.path else paths.work / "dirs"
     directory = base / f"{name}-{role}"
-    if directory.is_symlink() or (directory.exists() and any(directory.iterdir())):
-        if not directory.resolve().is_relative_to(paths.work.resolve()):
-            raise StorageError(f"{directory} exists and is not empty; blocklab will not clear it")
-        safe_remove_tree(directory, [paths.work])
-    state.add("tempdir", str(directory), purpose="storage dir")
+    if not req.path and directory.is_dir() and not directory.is_symlink():
+        safe_remove_tree(directory, [paths.work])  # a leftover in blocklab's own work dir
+    key = "storage.path" if role == "data" else "storage.wal.path"
+    made = made_dirs.make_dir(directory, state, key=key, purpose="storage dir")
     vol = Volume(role, directory, None, {"kind": "dir", "path": str(directory)})
-    vol.undo.append(lambda: _remove_dir(directory, state))
-    ensure_dir(directory)
-    os.chmod(directory, 0o755)
-    dev = device_for_path(directory)
+    vol.undo.append(lambda: made_dirs.remove_dir(directory, made, state))
+    try:
+        dev = device_for_path(directory)
+    except BaseException:
+        vol.release()
+        raise
     vol.device = DeviceRef(dev, role, shared=True, note=SHARED_NOTE)
     vol.facts.update(device=dev, notes=[SHARED_NOTE])
     return vol
-
-
-def _remove_dir(directory: Path, state: State) -> None:
-    """Remove a dir-storage directory blocklab made: never a symlink put in its place."""
-    with contextlib.suppress(OSError):
-        safe_remove_tree(directory, [directory.parent])
-    state.remove("tempdir", str(directory))
 
 
 def _fs_volume(
