@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blocklab.analysis import precision, stats
+from blocklab.analysis import precision, stationarity, stats
 from blocklab.analysis.metrics import (
     RUN_COLUMN_METRICS,
     MetricInfo,
@@ -66,6 +66,8 @@ class ExperimentSummary:
     aa_label: str = ""
     # metric -> [(variant label, comparison with its reference)], for tps summaries
     side: dict[str, list[tuple[str, stats.Comparison]]] = field(default_factory=dict)
+    # sentences on measured windows whose rates drifted (blocklab.analysis.stationarity)
+    stationarity: list[str] = field(default_factory=list)
 
     def log_ratios(self) -> list[list[float]]:
         """Per comparison, the per-round log ratios other / reference (the samples the
@@ -193,7 +195,18 @@ def summarize_experiment(
         result.variants.append(_variant_summary(db, v, ref_id, runs, values_of, labels, info))
     if side and metric == "tps":
         result.side = _side_metrics(db, name, host)
+        result.stationarity = stationarity.notes(_ok_series(db, runs_of, labels))
     return result
+
+
+def _ok_series(
+    db: ResultsStore, runs_of: dict[str, list[Row]], labels: dict[str, str]
+) -> dict[str, list[dict[str, list[tuple[float, float | None]]]]]:
+    """variant label -> the stored series of its successful runs."""
+    return {
+        labels.get(vid, vid): [db.series(r["id"]) for r in runs if r["status"] == "ok"]
+        for vid, runs in runs_of.items()
+    }
 
 
 def _runs_on_host(runs: Sequence[Row], name: str, host: str | None) -> Sequence[Row]:
