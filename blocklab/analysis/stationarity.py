@@ -15,10 +15,12 @@ keeps a rate that reaches zero finite. A textbook Newey-West t-test with a short
 rejects a flat AR(1) series 10-25 % of the time at p < 0.01 over 20 points; this one
 about 1-4 % (tests/analysis/test_stationarity.py).
 
-The size is the least-squares line of the values themselves (no log), its change from
-the window's first second to its last as a share of the window's mean (`drift_pct`, as
-in blocklab.execution.steady). A series drifted when both p < MAX_P and |drift| >=
-MIN_DRIFT_PCT: a trend too small to matter is not reported, however certain.
+The size is read from the same fit on the log scale: its fitted values at the window's
+first and last second, back on the series' own scale (minus the offset, at least 0),
+and the change from the first to the last as a share of the first (`change_pct`): a
+storm that decays from 1,466 to 49 images/s "fell 97 %", never more than 100 %. A series
+drifted when both p < MAX_P and |change| >= MIN_CHANGE_PCT: a trend too small to matter
+is not reported, however certain.
 
 The series judged (SERIES): throughput (tps, tpmc), WAL bytes/s and full-page images/s;
 their stored names come from blocklab.probes.derived and the workload drivers.
@@ -34,8 +36,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from blocklab.units import fmt_bytes, sig3
+
 MAX_P = 0.01
-MIN_DRIFT_PCT = 5.0
+MIN_CHANGE_PCT = 5.0  # smaller fitted changes first -> last second are not reported
 MIN_POINTS = 8  # fewer seconds than this: no verdict
 LOG_OFFSET = 0.01  # the test runs on log(value + 1 % of the mean): see the docstring
 MAX_TEST_POINTS = 120  # longer series are averaged down to this many points for the test
@@ -57,8 +61,9 @@ Points = Sequence[tuple[float, float | None]]
 class Trend:
     n: int  # points used
     mean: float
-    slope_per_s: float
-    drift_pct: float  # fitted change first -> last second, % of the mean
+    start: float  # the fitted value at the window's first second (log-scale fit)
+    end: float  # ... and at its last second
+    change_pct: float  # end vs start, % of start (>= -100; inf: a rise from 0)
     p_value: float
     drifted: bool
 
@@ -74,16 +79,34 @@ def trend(points: Points) -> Trend | None:
     tc = t - t.mean()
     if mean <= 0 or float(tc @ tc) == 0:
         return None
-    slope = float(tc @ (y - mean)) / float(tc @ tc)
-    drift = 100.0 * slope * float(t[-1] - t[0]) / mean
+    logs = _logs(y)
+    slope = float(tc @ (logs - logs.mean())) / float(tc @ tc)
+    offset = LOG_OFFSET * mean
+
+    def fitted(at: float) -> float:
+        return max(0.0, math.exp(float(logs.mean()) + slope * (at - float(t.mean()))) - offset)
+
+    start, end = fitted(float(t[0])), fitted(float(t[-1]))
+    change = change_pct(start, end)
     p = p_value(y)
-    return Trend(len(y), mean, slope, drift, p, p < MAX_P and abs(drift) >= MIN_DRIFT_PCT)
+    return Trend(len(y), mean, start, end, change, p, p < MAX_P and abs(change) >= MIN_CHANGE_PCT)
+
+
+def change_pct(start: float, end: float) -> float:
+    """end vs start in % of start; a rise from 0 is infinite, 0 to 0 no change."""
+    if start > 0:
+        return 100.0 * (end - start) / start
+    return math.inf if end > 0 else 0.0
+
+
+def _logs(y: np.ndarray) -> np.ndarray:
+    return np.log(np.maximum(y, 0.0) + LOG_OFFSET * float(y.mean()))
 
 
 def p_value(y: np.ndarray) -> float:
     """The trend's p-value on log(value + LOG_OFFSET x mean), at most MAX_TEST_POINTS
     (consecutive values averaged), the points taken as evenly spaced."""
-    logs = np.log(np.maximum(y, 0.0) + LOG_OFFSET * float(y.mean()))
+    logs = _logs(y)
     k = math.ceil(len(logs) / MAX_TEST_POINTS)
     if k > 1:
         logs = np.array([logs[i : i + k].mean() for i in range(0, len(logs), k)])
@@ -138,24 +161,46 @@ def run_trends(series: Mapping[str, Points]) -> dict[str, Trend]:
 # -- per variant: what the summary and the report say -------------------------------------
 
 
+def amount(series: str, value: float) -> str:
+    """A rate in its unit: '1,466/s', '11.7 MB/s', '3,020 tps'."""
+    if series == "wal_bytes_per_s":
+        return f"{fmt_bytes(value)}/s"
+    if series in ("tps", "tpmc"):
+        return f"{sig3(value)} {SERIES[series]}"
+    return f"{sig3(value)}/s"
+
+
 @dataclass(frozen=True)
 class Drift:
     label: str  # the variant
     series: str  # stored name
     n_drifted: int
     n_tested: int
-    median_drift_pct: float  # over the drifted runs
+    median_change_pct: float  # over the drifted runs
+    median_start: float = math.nan  # the fitted first-second value, median of the drifted runs
+    median_end: float = math.nan  # ... and the last-second value
 
     def sentence(self) -> str:
-        words = "fell" if self.median_drift_pct < 0 else "rose"
+        fell = self.median_change_pct < 0
+        size = (
+            f"{abs(self.median_change_pct):.0f} %"
+            if math.isfinite(self.median_change_pct)
+            else "from 0"
+        )
+        span = ""
+        if math.isfinite(self.median_start) and math.isfinite(self.median_end):
+            span = (
+                f" (from about {amount(self.series, self.median_start)} "
+                f"to {amount(self.series, self.median_end)})"
+            )
         return (
-            f"{SERIES[self.series]} {words} {abs(self.median_drift_pct):.0f} % of its mean "
-            f"inside the measured window in {self.n_drifted} of {self.n_tested} runs of "
-            f"{self.label}: {self.advice()}"
+            f"{SERIES[self.series]} {'fell' if fell else 'rose'} {size} inside the measured "
+            f"window{span} in {self.n_drifted} of {self.n_tested} runs of {self.label}: "
+            f"{self.advice()}"
         )
 
     def advice(self) -> str:
-        if self.series in CHECKPOINT_SIGNS and self.median_drift_pct < 0:
+        if self.series in CHECKPOINT_SIGNS and self.median_change_pct < 0:
             return (
                 "the window measures the decay after a checkpoint; measure whole "
                 'checkpoint cycles ([design] checkpoint = "cycles") or a longer warm-up'
@@ -174,9 +219,19 @@ def variant_drifts(label: str, runs: Sequence[Mapping[str, Points]]) -> list[Dri
             tested.setdefault(name, []).append(tr)
     out = []
     for name, trends in tested.items():
-        drifted = [tr.drift_pct for tr in trends if tr.drifted]
+        drifted = [tr for tr in trends if tr.drifted]
         if drifted:
-            out.append(Drift(label, name, len(drifted), len(trends), statistics.median(drifted)))
+            out.append(
+                Drift(
+                    label,
+                    name,
+                    len(drifted),
+                    len(trends),
+                    statistics.median(tr.change_pct for tr in drifted),
+                    statistics.median(tr.start for tr in drifted),
+                    statistics.median(tr.end for tr in drifted),
+                )
+            )
     return out
 
 

@@ -44,13 +44,16 @@ def test_the_issue_4k_image_storm_is_flagged() -> None:
     tr = st.trend(series)
     assert tr is not None and tr.drifted
     assert tr.p_value < 0.001
-    assert tr.drift_pct < -200  # the fitted line falls by more than twice the mean
+    # the log-scale fit's first and last seconds: a fall of 98 %, bounded by 100 %
+    assert round(tr.start) == 1915 and round(tr.end) == 45
+    assert -99 < tr.change_pct < -97
     assert round(tr.mean) == 533
 
 
 def test_the_8k_storm_reaching_zero_is_flagged_too() -> None:
     tr = st.trend(_every_second(FPI_8K))
     assert tr is not None and tr.drifted and tr.p_value < st.MAX_P
+    assert tr.end == 0.0 and tr.change_pct == -100.0  # the fit reaches 0: never below -100 %
 
 
 def test_flat_noise_is_rarely_flagged() -> None:
@@ -69,7 +72,7 @@ def test_a_small_trend_is_not_a_drift_however_certain() -> None:
     series = [(float(i), 5000.0 * (1 + 0.0005 * i)) for i in range(60)]  # +3 %
     tr = st.trend(series)
     assert tr is not None and tr.p_value < st.MAX_P and not tr.drifted
-    assert 2.5 < tr.drift_pct < 3.5
+    assert 2.5 < tr.change_pct < 3.5
 
 
 def test_short_empty_or_zero_series_get_no_verdict() -> None:
@@ -87,7 +90,7 @@ def test_recorded_cold_start_is_not_flagged_from_noise() -> None:
     # over the whole minute tps rises a third (the cache warms), but this machine's
     # 15-18 % swings, autocorrelated, leave that at p ~ 0.02: the test is conservative
     whole = st.trend(tps)
-    assert whole is not None and whole.drift_pct > 30
+    assert whole is not None and whole.change_pct > 30
     assert st.MAX_P < whole.p_value < 0.05 and not whole.drifted
     window = st.trend(tps[9:29])  # 20 s after steady.detect's warm-up of 9 s
     assert window is not None and not window.drifted
@@ -100,8 +103,23 @@ def test_notes_name_the_metric_the_share_of_runs_and_the_advice() -> None:
     assert [(d.series, d.n_drifted, d.n_tested) for d in drifts] == [("wal_fpi_per_s", 2, 3)]
     text = st.notes({"bs=4k": [storm, storm, calm], "bs=8k": [calm, calm]})
     assert len(text) == 1
-    assert text[0].startswith("full-page images/s fell ")
+    assert text[0].startswith(
+        "full-page images/s fell 98 % inside the measured window (from about 1,915/s to 44.6/s)"
+    )
     assert "in 2 of 3 runs of bs=4k: the window measures the decay after a checkpoint" in text[0]
     assert 'checkpoint = "cycles"' in text[0] and "longer warm-up" in text[0]
-    rising = st.Drift("bs=8k", "tps", 3, 6, 12.4).sentence()
-    assert rising.startswith("tps rose 12 % of its mean") and 'warmup = "steady"' in rising
+    rising = st.Drift("bs=8k", "tps", 3, 6, 12.4, 2900.0, 3259.6).sentence()
+    assert rising.startswith(
+        "tps rose 12 % inside the measured window (from about 2,900 tps to 3,260 tps) in 3 of 6"
+    )
+    assert 'warmup = "steady"' in rising
+    wal = st.Drift("bs=4k", "wal_bytes_per_s", 1, 1, -40.0, 20e6, 12e6).sentence()
+    assert "fell 40 % inside the measured window (from about 19.1 MB/s to 11.4 MB/s)" in wal
+
+
+def test_the_change_is_bounded_below_and_a_rise_from_zero_is_said_in_words() -> None:
+    assert st.change_pct(200.0, 0.0) == -100.0
+    assert st.change_pct(200.0, 50.0) == -75.0
+    assert st.change_pct(0.0, 0.0) == 0.0 and math.isinf(st.change_pct(0.0, 5.0))
+    text = st.Drift("x", "wal_fpi_per_s", 2, 2, math.inf, 0.0, 30.0).sentence()
+    assert text.startswith("full-page images/s rose from 0 inside the measured window")
