@@ -44,6 +44,11 @@ MIN_POINTS = 8  # fewer seconds than this: no verdict
 LOG_OFFSET = 0.01  # the test runs on log(value + 1 % of the mean): see the docstring
 MAX_TEST_POINTS = 120  # longer series are averaged down to this many points for the test
 
+RULE = (
+    f"a trend of the log values with p < {MAX_P:g} (fixed-b HAC test) and a fitted change "
+    f"from the window's first second to its last of at least {MIN_CHANGE_PCT:g} %"
+)
+
 # stored series name -> its words
 SERIES = {
     "tps": "tps",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blocklab.analysis import stationarity
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
 from blocklab.analysis.summary import combine_copies
 from blocklab.economics import device_store
@@ -77,6 +78,8 @@ class ExperimentView:
     throughput_name: str = "tps"  # the drivers' throughput: "tps", "tpmC"
     fleet_host: str = ""  # the fleet host whose runs these are ("" on one machine)
     stored_name: str = ""  # the experiment's name in the results store
+    # sentences on measured windows whose rates drifted (blocklab.analysis.stationarity)
+    stationarity: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.stored_name = self.stored_name or self.name
@@ -218,7 +221,25 @@ def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> 
         throughput_name=throughput_name(names),
         fleet_host=host or "",
         stored_name=name,
+        stationarity=stationarity_notes(db, variants, runs),
     )
+
+
+Series = dict[str, list[tuple[float, float | None]]]
+
+
+def stationarity_notes(
+    db: ResultsStore, variants: list[VariantView], runs: list[RunView]
+) -> list[str]:
+    """The summary's sentences on drifted measured windows (stationarity.notes), from the
+    judged series of every successful run, read in bulk."""
+    ok = [r for r in runs if r.status == "ok"]
+    labels = {v.variant_id: v.label or v.variant_id for v in variants}
+    by_label: dict[str, list[Series]] = {labels[v.variant_id]: [] for v in variants}
+    for run, (_, series) in zip(ok, db.series_of_runs([r.id for r in ok]), strict=True):
+        judged = {k: pts for k, pts in series.items() if k in stationarity.SERIES}
+        by_label.setdefault(labels.get(run.variant_id, run.variant_id), []).append(judged)
+    return stationarity.notes(by_label)
 
 
 THROUGHPUT_SERIES = ("tps", "tpmc")  # a run's per-second throughput, by driver

@@ -73,6 +73,7 @@ def experiment_json(exp: ExperimentView, page: str = "") -> dict[str, Any]:
             }
             for v in exp.variants
         ],
+        "stationarity": list(exp.stationarity),
     }
 
 
