@@ -107,6 +107,14 @@ def _series(
     return out
 
 
+def _fpi(rng: random.Random, seconds: int, *, storm: bool) -> list[tuple[float, float | None]]:
+    """Full-page images/s: a storm decaying 5 % a second from 2,000/s, or flat ~40/s."""
+    return [
+        (float(t), round((2000.0 * 0.95**t if storm else 40.0) * rng.uniform(0.9, 1.1), 1))
+        for t in range(seconds)
+    ]
+
+
 def _checkpoints(seconds: int) -> list[dict[str, Any]]:
     cps: list[dict[str, Any]] = [
         {"start_s": -8.0, "end_s": 3.0, "trigger": "time", "bytes_written": 2_000_000},
@@ -150,11 +158,15 @@ def write_synthetic_results(
     failed_run: bool = True,
     seed: int = 7,
     raw_files: bool = True,
+    fpi_storm: str = "",
 ) -> Path:
     """Write one SYNTHETIC experiment into `results` (created if missing); returns results.
 
     The variant with 8 kB pages (and the first fs kind/block size) is the reference. With
     `failed_run`, the second variant's last round is stored as a failure with a reason.
+    With `fpi_storm` (a variant id), every variant gets a wal_fpi_per_s series: that
+    variant's decays 5 % a second from 2,000/s (a post-checkpoint image storm), the
+    others' stay flat around 40/s.
     """
     rng = random.Random(seed)
     variants = _variants(block_sizes_kb, fs_kinds, fs_block_sizes, wal_block_sizes_kb)
@@ -181,6 +193,8 @@ def write_synthetic_results(
                 v = next(x for x in variants if x[0] == vid)
                 failed = failed_run and vid == variants[1][0] and rnd == rounds
                 rec = _record(rng, name, v, rnd, pos, clock, seconds, drift, failed)
+                if fpi_storm and rec.series:
+                    rec.series["wal_fpi_per_s"] = _fpi(rng, seconds, storm=vid == fpi_storm)
                 if raw_files:
                     _write_raw(results, rec.raw_dir, rec)
                 db.record_run(rec)

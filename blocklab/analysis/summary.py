@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blocklab.analysis import carryover, precision, stats
+from blocklab.analysis import carryover, precision, stationarity, stats
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import (
@@ -72,6 +72,8 @@ class ExperimentSummary:
     carryover: CarryOver | None = None  # runs after a switch / after a repeat
     # metric -> [(variant label, comparison with its reference)], for tps summaries
     side: dict[str, list[tuple[str, stats.Comparison]]] = field(default_factory=dict)
+    # sentences on measured windows whose rates drifted (blocklab.analysis.stationarity)
+    stationarity: list[str] = field(default_factory=list)
 
     def log_ratios(self) -> list[list[float]]:
         """Per comparison, the per-round log ratios other / reference (the samples the
@@ -201,6 +203,7 @@ def summarize_experiment(
     result.carryover = carry_over(db, all_runs, metric)
     if side and metric == "tps":
         result.side = _side_metrics(db, name, host)
+        result.stationarity = stationarity.notes(_ok_series(db, runs_of, labels))
     return result
 
 
@@ -211,6 +214,16 @@ def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
         carryover.PositionRun(v.round, int(r["position"]), r["variant_id"], v.value)
         for r, v in zip(runs, values, strict=True)
     )
+
+
+def _ok_series(
+    db: ResultsStore, runs_of: dict[str, list[Row]], labels: dict[str, str]
+) -> dict[str, list[dict[str, list[tuple[float, float | None]]]]]:
+    """variant label -> the stored series of its successful runs."""
+    return {
+        labels.get(vid, vid): [db.series(r["id"]) for r in runs if r["status"] == "ok"]
+        for vid, runs in runs_of.items()
+    }
 
 
 def _runs_on_host(runs: Sequence[Row], name: str, host: str | None) -> Sequence[Row]:

@@ -203,43 +203,48 @@ class CpuSampler:
 
 
 def steady_warmup(
-    run_chunk: Callable[[int], float | None], max_s: int
+    run_chunk: Callable[[int], steady.Chunk | None], max_s: int
 ) -> tuple[bool, dict[str, Any]]:
-    """Run warm-up chunks of WARMUP_CHUNK_S until the chunks' tps is steady
-    (blocklab.execution.steady over chunk points) or `max_s` is spent. `run_chunk(seconds)` returns
-    the chunk's tps, or None when it failed (the warm-up fails then)."""
-    tps: list[float] = []
+    """Run warm-up chunks of WARMUP_CHUNK_S until the last STEADY_WINDOW_CHUNKS chunks'
+    tps is steady and their WAL rates no longer fall (blocklab.execution.steady.chunks_steady)
+    or `max_s` is spent. `run_chunk(seconds)` returns the chunk's tps and WAL rates, or None
+    when it failed (the warm-up fails then)."""
+    chunks: list[steady.Chunk] = []
     max_chunks = max(STEADY_WINDOW_CHUNKS, max_s // WARMUP_CHUNK_S)
-    while len(tps) < max_chunks:
+    decision = steady.ChunkDecision(False, "no chunk yet")
+    while len(chunks) < max_chunks:
         got = run_chunk(WARMUP_CHUNK_S)
         if got is None:
-            return False, {"mode": "steady", "chunks_tps": tps, "note": "a warm-up chunk failed"}
-        tps.append(got)
-        if len(tps) >= STEADY_WINDOW_CHUNKS:
-            found = steady.detect(
-                tps[-STEADY_WINDOW_CHUNKS:],
-                window_s=STEADY_WINDOW_CHUNKS,
-                max_cv=STEADY_MAX_CV,
-                max_warmup_s=0,
-            )
-            if found.steady:
-                return True, _warmup_report(tps, True)
-    return True, _warmup_report(tps, False)
+            report = _warmup_report(chunks, decision)
+            return False, {**report, "note": "a warm-up chunk failed"}
+        chunks.append(got)
+        decision = steady.chunks_steady(chunks, STEADY_WINDOW_CHUNKS, STEADY_MAX_CV)
+        if decision.steady:
+            break
+    return True, _warmup_report(chunks, decision)
 
 
-def _warmup_report(tps: list[float], steady_reached: bool) -> dict[str, Any]:
-    seconds = len(tps) * WARMUP_CHUNK_S
+def _warmup_report(chunks: list[steady.Chunk], decision: steady.ChunkDecision) -> dict[str, Any]:
+    seconds = len(chunks) * WARMUP_CHUNK_S
     note = (
         f"steady after {seconds} s: the last {STEADY_WINDOW_CHUNKS} chunks of "
-        f"{WARMUP_CHUNK_S} s varied by at most {STEADY_MAX_CV:.0%}"
-        if steady_reached
-        else f"not steady within the bound of {seconds} s; measured from there anyway"
+        f"{WARMUP_CHUNK_S} s varied by at most {STEADY_MAX_CV:.0%} in tps and their WAL "
+        "rates no longer fell"
+        if decision.steady
+        else f"not steady within the bound of {seconds} s ({decision.reason}); "
+        "measured from there anyway"
     )
     return {
         "mode": "steady",
-        "steady": steady_reached,
+        "steady": decision.steady,
         "warmup_s": seconds,
         "chunk_s": WARMUP_CHUNK_S,
-        "chunks_tps": [round(x, 3) for x in tps],
+        "chunks_tps": [round(c.tps, 3) for c in chunks],
+        "chunks_wal_fpi_per_s": [_r3(c.wal_fpi_per_s) for c in chunks],
+        "chunks_wal_bytes_per_s": [_r3(c.wal_bytes_per_s) for c in chunks],
         "note": note,
     }
+
+
+def _r3(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)

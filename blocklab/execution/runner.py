@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from blocklab import faults, probes
-from blocklab.errors import BlocklabError, UserError
+from blocklab.errors import BlocklabError, CommandError, UserError
 from blocklab.execution import controls as controls_mod
-from blocklab.execution import cycles
+from blocklab.execution import cycles, steady
 from blocklab.execution.controls import RunControls
 from blocklab.execution.run_record import finished_record
 from blocklab.execution.run_state import ProbeResultLike, RunLabel, RunState, RunTarget
@@ -247,19 +247,24 @@ def _steady_warmup(target: RunTarget, acc: RunState) -> bool:
     c, w, driver = target.cluster, target.variant.workload, target.driver
     chunks: list[str] = []
 
-    def chunk(seconds: int) -> float | None:
+    def chunk(seconds: int) -> steady.Chunk | None:
         argv = acc.driver_prefix + driver.command(
             c.inst, endpoint(c), w, raw_dir=None, duration_s=seconds
         )
         stem = f"warmup-{len(chunks) + 1}"  # each chunk's output in files of its own
+        before, t0 = _wal_counters(c), time.monotonic()
         res = execute(
             argv, acc.raw_dir, stem, timeout_s=seconds + WORKLOAD_GRACE_S, server_alive=c.alive
         )
+        elapsed = time.monotonic() - t0
         chunks.append(stem)
         _save(acc.raw_dir, stem, argv, res.exit_code)
         if res.exit_code != 0 or not c.alive():
             return None
-        return driver.parse(res.stdout, res.stderr).throughput
+        tps = driver.parse(res.stdout, res.stderr).throughput
+        if tps is None:
+            return None
+        return steady.Chunk(tps, *steady.wal_rates(before, _wal_counters(c), elapsed))
 
     t0 = time.monotonic()
     ok, report = controls_mod.steady_warmup(chunk, acc.controls.warmup_max_s)
@@ -269,6 +274,15 @@ def _steady_warmup(target: RunTarget, acc: RunState) -> bool:
         acc.reason = "warm-up failed: " + report["note"]
         acc.server_alive = c.alive()
     return ok
+
+
+def _wal_counters(c: Cluster) -> tuple[float, float] | None:
+    """pg_stat_wal's (wal_fpi, wal_bytes) now; None when unreadable (the warm-up then
+    judges tps alone)."""
+    try:
+        return steady.wal_counters(c.psql(steady.WAL_COUNTERS_SQL, timeout_s=30.0))
+    except (CommandError, OSError):
+        return None
 
 
 def _collect_provenance(target: RunTarget, acc: RunState) -> dict[str, Any]:

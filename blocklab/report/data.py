@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.analysis import carryover
+from blocklab.analysis import carryover, stationarity
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
@@ -87,6 +87,8 @@ class ExperimentView:
     design: str = "paired"  # the experiment's design (blocklab.experiment_file.design)
     aa: Comparison | None = None  # aa-control: the reference's copy 1 / copy 0 (throughput)
     carryover: CarryOver | None = None  # throughput after a switch / after a repeat
+    # sentences on measured windows whose rates drifted (blocklab.analysis.stationarity)
+    stationarity: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.stored_name = self.stored_name or self.name
@@ -235,6 +237,7 @@ def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> 
         carryover=carryover.estimate(
             carryover.PositionRun(r.round, r.position, r.variant_id, _value(r, "tps")) for r in runs
         ),
+        stationarity=stationarity_notes(db, variants, runs),
     )
 
 
@@ -244,6 +247,23 @@ def _aa(runs: list[RunView], design: str, ref: str | None) -> Comparison | None:
         return None
     mine = [RunValue(r.round, r.copy_index, _value(r, "tps")) for r in runs if r.variant_id == ref]
     return aa_comparison(mine)
+
+
+Series = dict[str, list[tuple[float, float | None]]]
+
+
+def stationarity_notes(
+    db: ResultsStore, variants: list[VariantView], runs: list[RunView]
+) -> list[str]:
+    """The summary's sentences on drifted measured windows (stationarity.notes), from the
+    judged series of every successful run, read in bulk."""
+    ok = [r for r in runs if r.status == "ok"]
+    labels = {v.variant_id: v.label or v.variant_id for v in variants}
+    by_label: dict[str, list[Series]] = {labels[v.variant_id]: [] for v in variants}
+    for run, (_, series) in zip(ok, db.series_of_runs([r.id for r in ok]), strict=True):
+        judged = {k: pts for k, pts in series.items() if k in stationarity.SERIES}
+        by_label.setdefault(labels.get(run.variant_id, run.variant_id), []).append(judged)
+    return stationarity.notes(by_label)
 
 
 THROUGHPUT_SERIES = ("tps", "tpmc")  # a run's per-second throughput, by driver

@@ -79,6 +79,7 @@ def experiment_json(exp: ExperimentView, page: str = "") -> dict[str, Any]:
             }
             for v in exp.variants
         ],
+        "stationarity": list(exp.stationarity),
     }
 
 

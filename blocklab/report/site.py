@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from blocklab import __version__, faults, proc
+from blocklab.analysis import stationarity
 from blocklab.analysis.round_table import ROUND_FIELDS, round_rows
 from blocklab.economics import device_store
 from blocklab.errors import UserError
@@ -423,6 +424,7 @@ def write_runs_lists(
         run_pages=len(pages) if paged else 0,
         first_page=first_page,
         has_queries=has_queries,
+        stationarity_rule=stationarity.RULE,
         data=experiment_json(exp),
     )
     for n, groups in enumerate(pages if paged else [], 1):

@@ -99,6 +99,10 @@ def test_abba_round_with_placement_stores_copies_and_the_cpus(
         assert prov["controls"]["checkpoint"]["mode"] == "aligned"
         assert prov["settings_written"]["checkpoint_timeout"] == "1d"
         assert prov["warmup"]["mode"] == "steady" and prov["warmup"]["warmup_s"] <= 15
+        warm = prov["warmup"]  # each chunk's WAL rates read from pg_stat_wal (PG 18)
+        n_chunks = len(warm["chunks_tps"])
+        assert len(warm["chunks_wal_bytes_per_s"]) == len(warm["chunks_wal_fpi_per_s"]) == n_chunks
+        assert all(b is not None and b > 0 for b in warm["chunks_wal_bytes_per_s"]), warm
         placed = prov["placement"]
         assert placed["driver"]["applied"] and placed["server"]["applied"], placed
         observed = {o["name"]: o for o in placed["observed"]}

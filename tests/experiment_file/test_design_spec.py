@@ -80,11 +80,12 @@ def test_controls_from_the_design(tmp_path: Path) -> None:
 
 def test_steady_warmup_stops_when_chunks_agree_and_at_the_bound() -> None:
     from blocklab.execution.controls import steady_warmup
+    from blocklab.execution.steady import Chunk
 
-    ramp = iter([100.0, 300.0, 500.0, 510.0, 505.0, 508.0])
+    ramp = iter(Chunk(x) for x in [100.0, 300.0, 500.0, 510.0, 505.0, 508.0])
     ok, report = steady_warmup(lambda _s: next(ramp), 120)
     assert ok and report["steady"] and report["chunks_tps"] == [100, 300, 500, 510, 505]
-    swings = iter([100.0, 300.0] * 20)
+    swings = iter(Chunk(x) for x in [100.0, 300.0] * 20)
     ok, report = steady_warmup(lambda _s: next(swings), 30)
     assert ok and not report["steady"] and report["warmup_s"] == 30
     ok, report = steady_warmup(lambda _s: None, 30)

@@ -1,0 +1,63 @@
+"""The experiment page says which variant's measured windows drifted, with the sentence
+the summary prints (blocklab.analysis.stationarity.notes): on SYNTHETIC results where one
+variant's full-page images/s decay through every run (tests/report_fixture.py)."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+from report_fixture import write_synthetic_results
+
+from blocklab.analysis import stationarity
+from blocklab.analysis.summary import summarize_experiment
+from blocklab.report import build_site
+from blocklab.report.data import load_experiment
+from blocklab.store import ResultsDB
+
+NAME = "synthetic-geometry"
+STORM = "4k8wext41024"  # bs=4k, fs blocks of 1 kB
+
+
+def _results(tmp_path: Path, storm: str) -> Path:
+    return write_synthetic_results(
+        tmp_path / "results", block_sizes_kb=(4, 8), fs_block_sizes=(1024,), fpi_storm=storm
+    )
+
+
+def test_the_experiment_page_carries_the_drift_sentence(tmp_path: Path) -> None:
+    results = _results(tmp_path, STORM)
+    with ResultsDB(results, create=False) as db:
+        view = load_experiment(db, NAME)
+        summary = summarize_experiment(db, NAME, "tps")
+    label = next(v.label for v in view.variants if v.variant_id == STORM)
+    fpi = [n for n in view.stationarity if n.startswith("full-page images/s")]
+    # 3 rounds, the second variant's last run failed: the storm variant ran 3 times ok
+    assert fpi == [n for n in summary.stationarity if n.startswith("full-page images/s")]
+    assert len(fpi) == 1 and f"in 3 of 3 runs of {label}: " in fpi[0]
+    # 2,000/s x 0.95^t over 60 s: 2,000 -> 92/s
+    assert fpi[0].startswith(
+        "full-page images/s fell 95 % inside the measured window (from about 1,997/s to 94.5/s)"
+    )
+    assert 'checkpoint = "cycles"' in fpi[0]
+    build_site(results, tmp_path / "site")
+    page = (tmp_path / "site" / "e" / NAME / "index.html").read_text()
+    data = json.loads(re.search(r'id="page-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+    assert data["stationarity"] == view.stationarity
+    section = re.search(r'<section id="stationarity-section">(.*?)</section>', page, re.S)
+    assert section is not None
+    assert fpi[0] in html.unescape(section.group(1))
+    assert stationarity.RULE in html.unescape(section.group(1))
+
+
+def test_no_drift_no_section(tmp_path: Path) -> None:
+    results = write_synthetic_results(tmp_path / "results")  # no image series, no storm
+    with ResultsDB(results, create=False) as db:
+        assert load_experiment(db, NAME).stationarity == []
+    build_site(results, tmp_path / "site")
+    page = (tmp_path / "site" / "e" / NAME / "index.html").read_text()
+    assert 'id="stationarity-section"' not in page
+    data = json.loads(re.search(r'id="page-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+    assert data["stationarity"] == []
