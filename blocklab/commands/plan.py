@@ -184,6 +184,7 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
     _settings_table(p, console, catalogue_of)
     _counts(p, console)
     console.print("[bold]round 1 order:[/bold] " + " → ".join(p.first_round))
+    console.print(p.footprint_line(), highlight=False, markup=False)
     _eta(p, console)
     for host in exp.host_variants:  # [fleet.hosts]: what `fleet submit` gives each host
         shown = ", ".join(v.label or v.variant_id for v in exp.variants_on(host))

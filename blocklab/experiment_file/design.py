@@ -9,6 +9,10 @@ warmed up and started within the checkpoint cycle.
                              # measured run and a checkpoint_timeout the run never reaches
     placement = "auto"       # "none" (default), "auto" (driver on its own CPU), or
                              # "explicit" (the [placement] table; implied by the table)
+    footprint = false        # the compressed footprint of the data volume after each run
+                             # (blocklab.probes.footprint): left out, measured where the
+                             # data volume is a loop image (ext4, xfs, btrfs); true asks
+                             # for it (a loop image is then required); false skips it
 
     [placement]
     driver_cpus = "1"
@@ -26,7 +30,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from blocklab.errors import UserError
-from blocklab.experiment_file.values import check_keys, choice, fail, integer, string, table
+from blocklab.experiment_file.values import (
+    boolean,
+    check_keys,
+    choice,
+    fail,
+    integer,
+    string,
+    table,
+)
+from blocklab.probes import footprint
+
+LOOP_KINDS = footprint.LOOP_KINDS  # the storage kinds whose data volume has a loop image
 
 PAIRED = "paired"
 SHORT_RUNS = "short-runs"
@@ -35,7 +50,7 @@ AA_CONTROL = "aa-control"
 DESIGNS = (PAIRED, SHORT_RUNS, ABBA, AA_CONTROL)
 SHORT_FACTOR = 2  # short-runs: runs this many times shorter, this many times more rounds
 
-DESIGN_KEYS = ("kind", "warmup", "warmup_max_s", "checkpoint", "placement")
+DESIGN_KEYS = ("kind", "warmup", "warmup_max_s", "checkpoint", "placement", "footprint")
 PLACEMENT_KEYS = ("driver_cpus", "server_cpus")
 WARMUPS = ("fixed", "steady")
 CHECKPOINTS = ("free", "aligned")
@@ -57,12 +72,17 @@ class RunDesign(BaseModel):
     placement: str = "none"
     driver_cpus: str | None = None
     server_cpus: str | None = None
+    footprint: bool | None = None  # None: where the data volume is a loop image
 
     def is_default(self) -> bool:
         return self == RunDesign()
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """Left out, `footprint` stays out (the stored JSON of older experiments)."""
+        data = self.model_dump(mode="json")
+        if self.footprint is None:
+            del data["footprint"]
+        return data
 
 
 def parse(design: Any, placement: Any) -> RunDesign:
@@ -82,6 +102,8 @@ def parse(design: Any, placement: Any) -> RunDesign:
         ),
         "checkpoint": choice(d.get("checkpoint", "free"), "design.checkpoint", CHECKPOINTS),
     }
+    if "footprint" in d:
+        out["footprint"] = boolean(d["footprint"], "design.footprint")
     mode = choice(
         d.get("placement", "explicit" if placement is not None else "none"),
         "design.placement",
@@ -122,6 +144,18 @@ def apply_short_runs(design: RunDesign, matrix: dict[str, Any], rounds: int) -> 
         )
     short_s, more_rounds = short_runs_plan(duration, rounds)
     return {**matrix, "duration": max(1, round(short_s))}, more_rounds
+
+
+def check_footprint(design: RunDesign, storage_kinds: Sequence[str]) -> None:
+    """design.footprint = true on a data volume without a loop image: UserError."""
+    other = sorted({k for k in storage_kinds if k not in LOOP_KINDS})
+    if design.footprint and other:
+        raise fail(
+            "design.footprint",
+            f"true, but matrix.storage has kind {', '.join(map(repr, other))}: the footprint "
+            "reads the data volume's loop image",
+            "storage kinds " + ", ".join(LOOP_KINDS) + " with footprint = true; or false",
+        )
 
 
 def check_design(name: str, *, key: str = "design") -> str:
