@@ -203,6 +203,7 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
     _counts(p, console)
     console.print("[bold]round 1 order:[/bold] " + " → ".join(p.first_round))
     console.print(p.order_note, highlight=False)
+    console.print(p.footprint_line(), highlight=False, markup=False)
     _eta(p, console)
     for host in exp.host_variants:  # [fleet.hosts]: what `fleet submit` gives each host
         shown = ", ".join(v.label or v.variant_id for v in exp.variants_on(host))

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 )
 def summary_cmd(experiment: str | None, results: str | None, metric: str) -> None:
     """The table: n, mean ± stdev, min, median, max, CI and gain against the reference."""
+    from blocklab.analysis.changed_metrics import print_changed
     from blocklab.analysis.query_summary import summarize_queries
     from blocklab.analysis.query_table import print_queries
     from blocklab.analysis.summary import summarize_by_host
@@ -43,6 +44,8 @@ def summary_cmd(experiment: str | None, results: str | None, metric: str) -> Non
                 if len(by_host) > 1:  # a fleet: one table per host, never paired across
                     summary.name = f"{name} @ host {host}"
                 print_summary(out, summary)
+                if metric == "tps":
+                    print_changed(out, db, name, host)
             queries = summarize_queries(db, name)
             if queries is not None:
                 print_queries(out, queries)

@@ -36,6 +36,7 @@ class RunControls:
     placement: Placement | None = None
     placement_mode: str = "none"
     placement_note: str = ""
+    footprint: bool | None = None  # design.footprint: None measures where a loop image is
 
     @classmethod
     def from_design(cls, rd: RunDesign) -> RunControls:
@@ -49,6 +50,7 @@ class RunControls:
             placement=chosen,
             placement_mode=rd.placement,
             placement_note=note,
+            footprint=rd.footprint,
         )
 
     def settings(self, written: dict[str, str]) -> dict[str, str]:
@@ -66,6 +68,7 @@ class RunControls:
             "placement_mode": self.placement_mode,
             "placement_requested": None if self.placement is None else self.placement.to_json(),
             "placement_note": self.placement_note,
+            "footprint": {None: "where a loop image is", True: "on", False: "off"}[self.footprint],
         }
 
     def _checkpoint_json(self) -> dict[str, Any]:

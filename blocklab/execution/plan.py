@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from blocklab.execution import cycles, orders
+from blocklab.execution import cycles, footprint_cost, orders
+from blocklab.execution.footprint_cost import FootprintCost
 from blocklab.experiment_file import Experiment
 from blocklab.experiment_file.design import RunDesign
 from blocklab.model import BuildRequest, Variant
@@ -22,12 +23,13 @@ BUILD_S = 180.0  # one PostgreSQL build here (make -j2) plus its verification
 DEFAULT_MAX_ROUNDS_FACTOR = 4  # --until-ci without --max-rounds: max(rounds x 4, 20)
 
 
-def run_estimate_s(v: Variant, design: RunDesign | None = None) -> float:
+def run_estimate_s(v: Variant, design: RunDesign | None = None, footprint_s: float = 0.0) -> float:
     """A run's time; with checkpoint "cycles", its warm-up, lead-in and N whole cycles of
-    checkpoint_timeout instead of the matrix's warm-up and duration."""
+    checkpoint_timeout instead of the matrix's warm-up and duration; `footprint_s`: the
+    compressed-footprint step after it (footprint_cost)."""
     if design is not None and design.checkpoint == "cycles":
-        return cycles.run_window_s(v, design.cycles) + PER_RUN_OVERHEAD_S
-    return v.workload.duration_s + v.workload.warmup_s + PER_RUN_OVERHEAD_S
+        return cycles.run_window_s(v, design.cycles) + PER_RUN_OVERHEAD_S + footprint_s
+    return v.workload.duration_s + v.workload.warmup_s + PER_RUN_OVERHEAD_S + footprint_s
 
 
 def default_max_rounds(rounds: int) -> int:
@@ -49,6 +51,11 @@ class Plan:
     eta_datasets_s: float
     eta_runs_s: float  # the planned rounds
     eta_max_runs_s: float | None
+    footprint: dict[str, FootprintCost]  # variant_id -> the footprint step after its runs
+    footprint_s_per_round: float  # counted in eta_runs_s
+
+    def footprint_line(self) -> str:
+        return footprint_cost.describe(self.experiment, self.footprint, self.footprint_s_per_round)
 
     @property
     def seconds_per_round(self) -> float:
@@ -77,7 +84,12 @@ def describe(
     slots = orders.round_slots(
         kind, list(by_id), reference=exp.reference_id(), seed=exp.seed, round_no=1, references=refs
     )
-    per_round_s = sum(run_estimate_s(by_id[s.variant_id], exp.run_design) for s in slots)
+    costs = footprint_cost.per_run(exp)
+    footprint_s = [costs[s.variant_id].seconds if s.variant_id in costs else 0.0 for s in slots]
+    per_round_s = sum(
+        run_estimate_s(by_id[s.variant_id], exp.run_design, fp_s)
+        for s, fp_s in zip(slots, footprint_s, strict=True)
+    )
     max_rounds = None
     if exp.until_ci_pct is not None:
         max_rounds = exp.max_rounds or default_max_rounds(exp.rounds)
@@ -99,6 +111,8 @@ def describe(
         ),
         eta_runs_s=per_round_s * exp.rounds,
         eta_max_runs_s=None if max_rounds is None else per_round_s * max_rounds,
+        footprint=costs,
+        footprint_s_per_round=sum(footprint_s),
     )
 
 

@@ -120,6 +120,9 @@ def _footprint(target: RunTarget, acc: RunState) -> None:
     """The data volume on a compressing drive (blocklab.probes.footprint), server stopped."""
     from blocklab.probes import footprint
 
+    if acc.controls.footprint is False:
+        acc.footprint = {"missing": dict.fromkeys(footprint.METRICS, footprint.OFF_REASON)}
+        return
     t0 = time.monotonic()
     probe_metrics = dict(acc.probe.metrics) if acc.probe is not None else {}
     try:

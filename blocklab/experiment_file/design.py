@@ -10,9 +10,14 @@ warmed up and started within the checkpoint cycle.
                              # or "cycles": the measured window covers whole checkpoint cycles
     cycles = 2               # with "cycles": how many (1..20, the same for every variant)
     quiesce_max_s = 30       # wait at most this long before each measured run for the
-                             # kernel's dirty pages and the storage's I/O to drain (0 = off)
+                             # kernel's dirty pages and the storage's I/O to drain
+                             # (default 0: off)
     placement = "auto"       # "none" (default), "auto" (driver on its own CPU), or
                              # "explicit" (the [placement] table; implied by the table)
+    footprint = false        # the compressed footprint of the data volume after each run
+                             # (blocklab.probes.footprint): left out, measured where the
+                             # data volume is a loop image (ext4, xfs, btrfs); true asks
+                             # for it (a loop image is then required); false skips it
 
     [placement]
     driver_cpus = "1"
@@ -30,7 +35,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from blocklab.errors import UserError
-from blocklab.experiment_file.values import check_keys, choice, fail, integer, string, table
+from blocklab.experiment_file.values import (
+    boolean,
+    check_keys,
+    choice,
+    fail,
+    integer,
+    string,
+    table,
+)
+from blocklab.probes import footprint
+
+LOOP_KINDS = footprint.LOOP_KINDS  # the storage kinds whose data volume has a loop image
 
 PAIRED = "paired"
 SHORT_RUNS = "short-runs"
@@ -47,6 +63,7 @@ DESIGN_KEYS = (
     "cycles",
     "quiesce_max_s",
     "placement",
+    "footprint",
 )
 PLACEMENT_KEYS = ("driver_cpus", "server_cpus")
 WARMUPS = ("fixed", "steady")
@@ -55,7 +72,7 @@ PLACEMENTS = ("none", "auto", "explicit")
 DEFAULT_WARMUP_MAX_S = 120
 DEFAULT_CYCLES = 2
 MAX_CYCLES = 20
-DEFAULT_QUIESCE_MAX_S = 30
+DEFAULT_QUIESCE_MAX_S = 0  # off until a bench shows it lowers noise or carry-over (issue 21)
 MAX_QUIESCE_S = 600
 # aligned: the run never reaches this checkpoint_timeout (PostgreSQL's maximum, 1 day)
 ALIGNED_CHECKPOINT_TIMEOUT = "1d"
@@ -75,6 +92,7 @@ class RunDesign(BaseModel):
     placement: str = "none"
     driver_cpus: str | None = None
     server_cpus: str | None = None
+    footprint: bool | None = None  # None: where the data volume is a loop image
 
     def is_default(self) -> bool:
         return self == RunDesign()
@@ -87,6 +105,8 @@ class RunDesign(BaseModel):
             out.pop("cycles")
         if self.quiesce_max_s == DEFAULT_QUIESCE_MAX_S:
             out.pop("quiesce_max_s")
+        if self.footprint is None:
+            out.pop("footprint")
         return out
 
 
@@ -117,6 +137,8 @@ def parse(design: Any, placement: Any) -> RunDesign:
             f"set with design.checkpoint = {out['checkpoint']!r}",
             "design.checkpoint = 'cycles' (or leave design.cycles out)",
         )
+    if "footprint" in d:
+        out["footprint"] = boolean(d["footprint"], "design.footprint")
     mode = choice(
         d.get("placement", "explicit" if placement is not None else "none"),
         "design.placement",
@@ -157,6 +179,18 @@ def apply_short_runs(design: RunDesign, matrix: dict[str, Any], rounds: int) -> 
         )
     short_s, more_rounds = short_runs_plan(duration, rounds)
     return {**matrix, "duration": max(1, round(short_s))}, more_rounds
+
+
+def check_footprint(design: RunDesign, storage_kinds: Sequence[str]) -> None:
+    """design.footprint = true on a data volume without a loop image: UserError."""
+    other = sorted({k for k in storage_kinds if k not in LOOP_KINDS})
+    if design.footprint and other:
+        raise fail(
+            "design.footprint",
+            f"true, but matrix.storage has kind {', '.join(map(repr, other))}: the footprint "
+            "reads the data volume's loop image",
+            "storage kinds " + ", ".join(LOOP_KINDS) + " with footprint = true; or false",
+        )
 
 
 def check_design(name: str, *, key: str = "design") -> str:

@@ -145,7 +145,9 @@ def from_dict(data: dict[str, Any], *, base: Path, source: str | None = None) ->
     rules = selectors.excludes(data.get("exclude", []), vocab)
     combos = selectors.drop_excluded(matrix.combos(dims), rules)
     meta["run_design"] = rd
-    return _assemble(meta, dims, combos, data, vocab, source)
+    exp = _assemble(meta, dims, combos, data, vocab, source)
+    run_design.check_footprint(rd, [v.storage.kind for v in exp.variants()])
+    return exp
 
 
 def _experiment_meta(head: dict[str, Any]) -> dict[str, Any]:

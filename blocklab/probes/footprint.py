@@ -37,6 +37,14 @@ METRICS = (
     "footprint_zstd_bytes",
 )
 LOOP_KINDS = ("ext4", "xfs", "btrfs")
+OFF_REASON = "off: the experiment's design.footprint = false"
+# What the step costs, for the plan and its ETA. bench/bench_footprint.py reads and
+# compresses a 64 MiB image (half random, half zeros) with compress_blocks(image_blocks()):
+# 220-460 MB/s on the 2-core development machine under load, page-cached (one zstd
+# compressor per block, before: 70-107 MB/s). The estimate takes 150 MB/s, below the
+# measured range, for an image partly read from disk; plus sync and fstrim.
+READ_COMPRESS_MB_PER_S = 150.0
+SYNC_TRIM_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -45,25 +53,40 @@ class Footprint:
     compressed_bytes: Mapping[str, int]  # algorithm -> bytes
 
 
+class Compressors:
+    """One lz4 and one zstd compressor for a whole measurement. A zstandard
+    ZstdCompressor keeps its context between compress() calls (zstd's manual: re-using a
+    context is a speed optimisation; the output is the same bytes); making one per 4 KiB
+    block cost most of the time. lz4.block.compress keeps no state between calls."""
+
+    def __init__(self) -> None:
+        self._zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+
+    def size(self, block: bytes, algorithm: str) -> int:
+        """Bytes one block takes on a compressing drive: compressed, or raw if smaller."""
+        if algorithm == "lz4":
+            size = len(lz4.block.compress(block, store_size=False))
+        elif algorithm == "zstd":
+            size = len(self._zstd.compress(block))
+        else:
+            raise ValueError(f"unknown algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
+        return min(size, len(block))
+
+
 def compressed_size(block: bytes, algorithm: str) -> int:
     """Bytes one block takes on a compressing drive: compressed, or raw if that is smaller."""
-    if algorithm == "lz4":
-        size = len(lz4.block.compress(block, store_size=False))
-    elif algorithm == "zstd":
-        size = len(zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(block))
-    else:
-        raise ValueError(f"unknown algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
-    return min(size, len(block))
+    return Compressors().size(block, algorithm)
 
 
 def compress_blocks(blocks: Iterable[bytes]) -> Footprint:
     """Allocated and compressed bytes of a sequence of blocks (pure)."""
     allocated = 0
     compressed = dict.fromkeys(ALGORITHMS, 0)
+    compressors = Compressors()
     for block in blocks:
         allocated += len(block)
         for algorithm in ALGORITHMS:
-            compressed[algorithm] += compressed_size(block, algorithm)
+            compressed[algorithm] += compressors.size(block, algorithm)
     return Footprint(allocated, compressed)
 
 
@@ -98,6 +121,16 @@ def image_blocks(image: Path) -> Iterator[bytes]:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+def estimate_s(image_bytes: int) -> float:
+    """Seconds the step takes after one run that reads `image_bytes` of the image."""
+    return SYNC_TRIM_S + image_bytes / (READ_COMPRESS_MB_PER_S * 1e6)
+
+
+def measured_kind(kind: str) -> bool:
+    """Whether a data volume of this storage kind has a loop image to measure."""
+    return kind in LOOP_KINDS
 
 
 def missing_reason(data_facts: Mapping[str, Any]) -> str | None:

@@ -38,8 +38,8 @@ def test_older_designs_keep_their_json(tmp_path: Path) -> None:
     exp = spec.load(_file(tmp_path, '[design]\ncheckpoint = "aligned"\n'))
     assert "cycles" not in exp.to_json()["design"]
     assert "quiesce_max_s" not in exp.to_json()["design"]
-    assert exp.run_design.quiesce_max_s == 30
-    assert RunControls.from_design(exp.run_design).quiesce_max_s == 30
+    assert exp.run_design.quiesce_max_s == 0  # off by default
+    assert RunControls.from_design(exp.run_design).quiesce_max_s == 0
 
 
 @pytest.mark.parametrize(
@@ -68,10 +68,12 @@ def test_checkpoint_cycle_allowed_values_are_named(tmp_path: Path) -> None:
         spec.load(_file(tmp_path, '[design]\ncheckpoint = "cycle"\n'))
 
 
-def test_quiesce_zero_is_off(tmp_path: Path) -> None:
-    exp = spec.load(_file(tmp_path, "[design]\nquiesce_max_s = 0\n"))
-    assert RunControls.from_design(exp.run_design).quiesce_max_s == 0
-    assert exp.to_json()["design"]["quiesce_max_s"] == 0
+def test_quiesce_is_stored_when_asked_for(tmp_path: Path) -> None:
+    exp = spec.load(_file(tmp_path, "[design]\nquiesce_max_s = 20\n"))
+    assert RunControls.from_design(exp.run_design).quiesce_max_s == 20
+    assert exp.to_json()["design"]["quiesce_max_s"] == 20
+    off = spec.load(_file(tmp_path, "[design]\nquiesce_max_s = 0\n"))
+    assert RunControls.from_design(off.run_design).quiesce_max_s == 0
 
 
 def test_plan_counts_the_lead_in_and_n_cycles_per_run(tmp_path: Path) -> None:

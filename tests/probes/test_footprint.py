@@ -52,6 +52,25 @@ def test_image_of_known_data(tmp_path: Path) -> None:
     assert _expected(zeros)["lz4"] < 64 and _expected(pattern)["zstd"] < 64
 
 
+def test_one_zstd_compressor_per_measurement_gives_the_same_sizes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = []
+    real = zstandard.ZstdCompressor
+
+    def counting(*args: object, **kwargs: object) -> zstandard.ZstdCompressor:
+        made.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    blocks = [os.urandom(B), bytes(B), (b"blocklab" * (B // 8))[:B]] * 50
+    monkeypatch.setattr(zstandard, "ZstdCompressor", counting)
+    fp = footprint.compress_blocks(blocks)
+    assert len(made) == 1  # not one per block
+    monkeypatch.undo()
+    want = sum(_expected(b)["zstd"] for b in blocks)
+    assert fp.compressed_bytes["zstd"] == want and fp.allocated_bytes == 150 * B
+
+
 def test_missing_on_dir_and_device() -> None:
     for kind, words in (("dir", "no loop image"), ("device", "real drive")):
         out = footprint.measure({"kind": kind}, {})
