@@ -9,7 +9,7 @@ import pytest
 
 from blocklab import experiment_file as spec
 from blocklab.cli import main
-from blocklab.execution import orders, plan
+from blocklab.execution import cycles, orders, plan
 
 IDS = [f"v{i:02d}" for i in range(7)]
 
@@ -53,10 +53,14 @@ def test_describe_the_demo() -> None:
         "bs=8k",
         "bs=8k (copy 1)",
     ]
-    per_run = 20 + 5 + plan.PER_RUN_OVERHEAD_S
+    # each run: the lead-in to the first checkpoint after the warm-up and one whole 30 s
+    # checkpoint cycle, whatever matrix.duration says
+    assert exp.run_design.checkpoint == "cycles" and exp.run_design.cycles == 1
+    per_run = cycles.run_window_s(exp.variants()[0], 1) + plan.PER_RUN_OVERHEAD_S
+    assert 60 <= per_run <= 80
     assert p.eta_runs_s == pytest.approx(p.runs * per_run)
     assert p.eta_builds_s == 2 * plan.BUILD_S
-    assert p.eta_s - p.eta_builds_s < 12 * 60  # the demo's runs fit in 12 minutes
+    assert p.eta_s - p.eta_builds_s < 20 * 60  # the demo's runs fit in 20 minutes
     cached = plan.describe(exp, cached=lambda req: req.block_size_kb == 8)
     assert len(cached.builds_to_make) == 1 and cached.eta_builds_s == plan.BUILD_S
 

@@ -251,14 +251,14 @@ def test_demo_runs_into_postgres(
     with_pw, no_pw = _pwuser_uris(pg_server, pg_uri)
     raw = tmp_path / "raw"
     env = {"BLOCKLAB_RESULTS": with_pw, "BLOCKLAB_RAW_DIR": str(raw)}
-    demo = ("--rounds", "2", "--duration", "2", "--scale", "1", "--clients", "1", "--quiet")
+    demo = ("--rounds", "1", "--scale", "1", "--clients", "1", "--quiet")  # 4 cycle runs
     r = _blocklab("run", *demo, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert SECRET not in r.stdout + r.stderr and "postgresql: " in r.stdout
     with psycopg.connect(parse_pg(no_pw).conninfo, password=SECRET) as conn:
         runs = conn.execute("SELECT status, raw_dir, provenance_json, settings_json FROM runs")
         rows = runs.fetchall()
-    assert [s for s, *_ in rows] == ["ok"] * 8  # the demo: 2 rounds of A B B A
+    assert [s for s, *_ in rows] == ["ok"] * 4  # the demo: 1 round of A B B A
     for _, raw_dir, provenance, settings in rows:
         assert (
             Path(raw_dir).parent.parent == raw / "runs" and Path(raw_dir, "pgbench.argv").is_file()
