@@ -17,7 +17,15 @@ from blocklab.store import ResultsStore
 @dataclass(frozen=True)
 class NoiseEstimate:
     noise: precision.Noise
-    source: str  # which stored experiments it comes from, for people
+    experiment: str  # the stored experiment it comes from
+    design: str  # that experiment's design (blocklab.experiment_file.design)
+    rounds: int  # the most paired rounds of one of its comparisons
+    own: bool = False  # the experiment being planned (or its pilot) rather than another
+
+    @property
+    def source(self) -> str:
+        """For people: 'experiment demo-abba (design abba, 12 rounds)'."""
+        return f"experiment {self.experiment} (design {self.design}, {self.rounds} rounds)"
 
 
 def estimate(
@@ -30,19 +38,21 @@ def estimate(
     first = [n for n in (prefer, exp.name) if n is not None and n in names]
     order = list(dict.fromkeys([*first, *names]))
     for name in order:
-        ratios = _ratios(db, name, ours, own=name in (exp.name, prefer))
+        own = name in (exp.name, prefer)
+        design, ratios = _ratios(db, name, ours, own=own)
         noise = precision.noise_from_rounds(ratios)
         if noise is not None:
             rounds = max(len(xs) for xs in ratios)
-            what = "this experiment" if name == exp.name else f"experiment '{name}'"
-            return NoiseEstimate(noise, f"{rounds} stored rounds of {what}")
+            return NoiseEstimate(noise, name, design, rounds, own)
     return None
 
 
-def _ratios(db: ResultsStore, name: str, ours: set[str], *, own: bool) -> list[list[float]]:
+def _ratios(
+    db: ResultsStore, name: str, ours: set[str], *, own: bool
+) -> tuple[str, list[list[float]]]:
     stored = {v["variant_id"] for v in db.variants(name)}
     if not own and len(stored & ours) < 2:
-        return []
+        return "", []
     summary = summarize_experiment(db, name, side=False)
     by_id = {v.variant_id: v for v in summary.variants}
     out = []
@@ -54,4 +64,4 @@ def _ratios(db: ResultsStore, name: str, ours: set[str], *, own: bool) -> list[l
             xs = precision.log_ratios(ref.values, v.values)
             if xs:
                 out.append(xs)
-    return out
+    return summary.design, out

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scipy import optimize as _optimize
@@ -77,7 +77,7 @@ def noise_from_rounds(comparisons: Sequence[Sequence[float]]) -> Noise | None:
 
 def c4(n: int) -> float:
     """E[s] / sigma for n normal values (the bias of the sample stdev)."""
-    _check_rounds(n)
+    check_rounds(n)
     return math.sqrt(2 / (n - 1)) * math.exp(
         _special.gammaln(n / 2) - _special.gammaln((n - 1) / 2)
     )
@@ -85,7 +85,7 @@ def c4(n: int) -> float:
 
 def half_width_log(sigma_log: float, n: int, confidence: float = CONFIDENCE) -> float:
     """h = t * sigma / sqrt(n): the interval's half-width on the log scale for s = sigma."""
-    _check_rounds(n)
+    check_rounds(n)
     return t_quantile(n - 1, confidence) * sigma_log / math.sqrt(n)
 
 
@@ -105,7 +105,7 @@ def expected_ci_half_width_pct(
 
 def power(effect_log: float, sigma_log: float, n: int, alpha: float = ALPHA) -> float:
     """Power of the two-sided paired t-test on n log ratios for a true mean `effect_log`."""
-    _check_rounds(n)
+    check_rounds(n)
     df = n - 1
     crit = float(_special.stdtrit(df, 1 - alpha / 2))
     nc = effect_log / sigma_log * math.sqrt(n)
@@ -119,7 +119,7 @@ def power(effect_log: float, sigma_log: float, n: int, alpha: float = ALPHA) -> 
 def mde_log(sigma_log: float, n: int, alpha: float = ALPHA, target_power: float = POWER) -> float:
     """The smallest true effect (log scale, > 0) detected with `target_power`: exact, by
     solving the noncentral t power for the effect."""
-    _check_sigma(sigma_log)
+    check_sigma(sigma_log)
     if sigma_log == 0:
         return 0.0
 
@@ -141,7 +141,7 @@ def mde_closed_form_log(
     sigma_log: float, n: int, alpha: float = ALPHA, target_power: float = POWER
 ) -> float:
     """(t(1 - alpha/2, n-1) + t(power, n-1)) * sigma / sqrt(n): the usual approximation."""
-    _check_rounds(n)
+    check_rounds(n)
     df = n - 1
     t_alpha = float(_special.stdtrit(df, 1 - alpha / 2))
     t_beta = float(_special.stdtrit(df, target_power))
@@ -156,7 +156,7 @@ def rounds_needed(
 ) -> int | None:
     """The fewest rounds whose expected CI half-width is <= the target; None beyond
     MAX_ROUNDS. Monotone: more noise or a narrower target never needs fewer rounds."""
-    _check_sigma(sigma_log)
+    check_sigma(sigma_log)
     if target_half_width_pct <= 0:
         raise ValueError(f"the target half-width must be > 0 %, got {target_half_width_pct}")
     if sigma_log == 0:
@@ -165,6 +165,12 @@ def rounds_needed(
     def reached(n: int) -> bool:
         return expected_ci_half_width_pct(sigma_log, n, confidence) <= target_half_width_pct
 
+    return fewest_rounds(reached)
+
+
+def fewest_rounds(reached: Callable[[int], bool]) -> int | None:
+    """The fewest rounds n >= MIN_ROUNDS for which `reached(n)` holds, for a `reached` that
+    stays true once it is true (more rounds never hurt); None beyond MAX_ROUNDS."""
     if reached(MIN_ROUNDS):
         return MIN_ROUNDS
     lo, hi = MIN_ROUNDS, MIN_ROUNDS * 2
@@ -232,7 +238,7 @@ class Reachability:
 def sigma_lower_bound(s: float, n: int, confidence: float = SIGMA_CONFIDENCE) -> float:
     """One-sided lower confidence bound of sigma from a sample stdev of n values
     (chi-square with n - 1 degrees of freedom)."""
-    _check_rounds(n)
+    check_rounds(n)
     df = n - 1
     return s * math.sqrt(df / float(_special.chdtri(df, 1 - confidence)))
 
@@ -293,11 +299,11 @@ def _rounds_text(n: int | None) -> str:
     return f"more than {MAX_ROUNDS} rounds" if n is None else f"{n} rounds"
 
 
-def _check_rounds(n: int) -> None:
+def check_rounds(n: int) -> None:
     if n < MIN_ROUNDS:
         raise ValueError(f"need at least {MIN_ROUNDS} rounds, got {n}")
 
 
-def _check_sigma(sigma_log: float) -> None:
+def check_sigma(sigma_log: float) -> None:
     if not sigma_log >= 0 or not math.isfinite(sigma_log):
         raise ValueError(f"the noise must be a finite number >= 0, got {sigma_log}")

@@ -6,7 +6,7 @@ import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -25,6 +25,9 @@ from blocklab.postgres import settings_catalogue
 from blocklab.postgres.installation import Installation
 from blocklab.postgres.settings_policy import Catalogue, Conversion
 from blocklab.units import fmt_number
+
+if TYPE_CHECKING:
+    from blocklab.analysis.assurance import TargetPlan
 
 CatalogueOf = Callable[[BuildRequest], Catalogue | None]
 
@@ -136,8 +139,10 @@ def _noise(exp: spec.Experiment, results: str | None, prefer: str | None) -> Any
 
 
 def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) -> None:
-    """The noise, the MDE at the planned rounds, and the rounds a target needs."""
-    from blocklab.analysis import precision
+    """The noise and where it came from, the half-width and MDE at the planned rounds,
+    and the rounds a target needs (80 % assurance) beside those an effect of the
+    target's size needs (80 % power)."""
+    from blocklab.analysis import assurance, precision
 
     exp = p.experiment
     if found is None:
@@ -148,34 +153,55 @@ def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) 
         return
     rounds = max(exp.rounds, precision.MIN_ROUNDS)
     target = until_ci if until_ci is not None else exp.until_ci_pct
-    f = precision.forecast(found.noise.sigma_log, rounds, p.seconds_per_round, target)
+    sigma = found.noise.sigma_log
+    f = precision.forecast(sigma, rounds, p.seconds_per_round, target)
+    assured = assurance.assured_half_width_pct(sigma, rounds)
     out.print(
         f"[bold]precision:[/bold] noise {fmt_number(found.noise.sigma_pct)} % per round "
-        f"(stdev of the per-round log ratios, {found.source}); at {rounds} rounds the 95 % "
-        f"CI half-width is about ±{fmt_number(f.ci_half_width_pct)} % and the minimum "
-        f"detectable effect (power 80 %) {fmt_number(f.mde_pct)} %",
+        f"from {found.source} (stdev of the per-round log ratios); at {rounds} rounds the "
+        f"95 % CI half-width is about ±{fmt_number(f.ci_half_width_pct)} % (±"
+        f"{fmt_number(assured)} % or narrower with {assurance.ASSURANCE * 100:g} % probability) "
+        f"and the minimum detectable effect (power 80 %) {fmt_number(f.mde_pct)} %",
         highlight=False,
     )
-    if target is None:
-        return
-    if f.rounds_for_target is None or f.seconds_for_target is None:
+    if found.design != exp.run_design.kind:
         out.print(
-            f"±{target:g} % needs more than {precision.MAX_ROUNDS} rounds at this noise: "
-            "not reachable on this machine",
+            f"[yellow]note[/yellow] that noise comes from design {found.design}, this plan "
+            f"runs design {exp.run_design.kind}: its noise per round may differ",
+            highlight=False,
+        )
+    if target is not None:
+        _render_target(exp, out, assurance.plan_target(sigma, target, p.seconds_per_round))
+
+
+def _render_target(exp: spec.Experiment, out: Console, t: TargetPlan) -> None:
+    from blocklab.analysis import precision
+
+    power = (
+        f"more than {precision.MAX_ROUNDS} rounds"
+        if t.rounds_power is None
+        else f"{t.rounds_power} rounds"
+    )
+    power_line = f"detecting a true change of {t.target_pct:g} % with 80 % power needs {power}"
+    if t.rounds_assured is None or t.seconds_assured is None:
+        out.print(
+            f"±{t.target_pct:g} % needs more than {precision.MAX_ROUNDS} rounds at this "
+            f"noise: not reachable on this machine; {power_line}",
             highlight=False,
         )
         return
     line = (
-        f"±{target:g} % needs about {f.rounds_for_target} rounds "
-        f"({format_duration(f.seconds_for_target)} of runs)"
+        f"±{t.target_pct:g} % needs {t.rounds_assured} rounds to be reached with 80 % "
+        f"probability ({format_duration(t.seconds_assured)} of runs; {t.rounds_expected} "
+        f"rounds reach it about half the time); {power_line}"
     )
     cap = exp.max_rounds or planning.default_max_rounds(exp.rounds)
     budget = exp.time_budget_s
-    if f.rounds_for_target > cap or (budget is not None and f.seconds_for_target > budget):
+    if t.rounds_assured > cap or (budget is not None and t.seconds_assured > budget):
         line += (
             f"; beyond the budget (max {cap} rounds"
             + (f", {format_duration(budget)}" if budget is not None else "")
-            + "): an --until-ci run would stop early"
+            + "): an --until-ci run may stop early"
         )
     out.print(line, highlight=False)
 

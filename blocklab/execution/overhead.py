@@ -6,7 +6,14 @@ shared machine falls on both arms alike. The figure is the paired ratio of tps
 (instrumented / bare) with its 95 % CI from blocklab.analysis.stats.compare_paired.
 
 The instrumented arm runs everything that happens while pgbench runs (begin snapshot,
-the 1 Hz sampler, the final snapshot and the log parse). The pgstattuple space pass is
+the 1 Hz sampler, the final snapshot and the log parse). The arms differ in that only
+(`arm_steps`): both build the probes' context (a psql for the server version) before
+the run, both connect and wait for the previous run's backends to exit, hold that
+connection open while pgbench runs and wait for pgbench's backends to exit after it (the
+bare arm through probes.Bystander). Before, only the instrumented arm did these, and so
+started each run on a settled server after a pause, while the bare arm started the instant
+the run before it ended: the suspected reason two sessions found the bare arm about 3 %
+slower. The pgstattuple space pass is
 off here: it runs after the workload, outside the timed window, and on a server that is
 not restored between runs it would prune and warm the tables for the next run and so
 bias whichever arm comes next.
@@ -26,7 +33,7 @@ from blocklab.errors import RunError
 from blocklab.paths import Paths
 from blocklab.postgres.cluster import Cluster, server_user
 from blocklab.postgres.installation import Installation
-from blocklab.probes import Device, Instrumentation, ProbeContext
+from blocklab.probes import Bystander, Device, Instrumentation, ProbeContext
 from blocklab.state import State
 from blocklab.storage.devices import device_for_path
 from blocklab.units import fmt_number
@@ -34,6 +41,7 @@ from blocklab.workloads.pgbench import parse_report
 
 SETTINGS = {"shared_buffers": "128MB", "max_wal_size": "1GB", "checkpoint_timeout": "5min"}
 TARGET_RATIO = 0.99
+ARMS = ("bare", "instrumented")
 
 
 @dataclass
@@ -110,6 +118,25 @@ def _pairs(
     return res
 
 
+@dataclass(frozen=True)
+class ArmSteps:
+    """What one run of an arm does. The arms share everything but `probes`: the same
+    pgbench argv, the same server and settings, and the same connection held open
+    with the same waits for client backends to exit before and after the run (a
+    probes.Bystander in the bare arm, the Instrumentation in the other)."""
+
+    pgbench_args: tuple[str, ...]
+    settings: tuple[tuple[str, str], ...]
+    probes: bool  # the counters, the sampler and the final snapshot and log parse
+
+
+def arm_steps(arm: str, *, duration_s: int, clients: int) -> ArmSteps:
+    if arm not in ARMS:
+        raise ValueError(f"arm: one of {', '.join(ARMS)}, got {arm!r}")
+    args = ("-n", "-c", str(clients), "-j", str(clients), "-T", str(duration_s))
+    return ArmSteps(args, tuple(sorted(SETTINGS.items())), probes=arm == "instrumented")
+
+
 def _one(
     cluster: Cluster,
     arm: str,
@@ -118,25 +145,22 @@ def _one(
     interval_s: float,
     res: OverheadResult,
 ) -> float:
-    args = ["-n", "-c", str(clients), "-j", str(clients), "-T", str(duration_s)]
-    probes = (
-        Instrumentation(context_for(cluster, interval_s=interval_s))
-        if arm == "instrumented"
-        else None
-    )
-    if probes is not None:
-        probes.begin()
+    steps = arm_steps(arm, duration_s=duration_s, clients=clients)
+    ctx = context_for(cluster, interval_s=interval_s)
+    probes = Instrumentation(ctx) if steps.probes else Bystander(ctx)
+    probes.begin()  # both: connect, wait for the last run's backends to exit
     started = time.monotonic()
     try:
-        out = _pgbench(cluster, args).stdout
+        out = _pgbench(cluster, list(steps.pgbench_args)).stdout
     except BaseException:
-        if probes is not None:
-            probes.close()
+        probes.close()
         raise
     report = parse_report(out)
-    if probes is not None:
+    if isinstance(probes, Instrumentation):
         result = probes.end(report.transactions or 0, time.monotonic() - started)
         res.samples_per_run.append(int(result.facts.get("samples", 0)))
+    else:
+        probes.end()  # the same wait for this run's backends to exit
     if report.tps is None:
         raise RunError(f"pgbench printed no tps:\n{out[-2000:]}")
     return report.tps

@@ -99,13 +99,14 @@ class ProbeResult:
     missing: list[str] = field(default_factory=list)
 
 
-from blocklab.probes.instrumentation import Instrumentation  # noqa: E402
+from blocklab.probes.instrumentation import Bystander, Instrumentation  # noqa: E402
 from blocklab.probes.provenance import collect_provenance  # noqa: E402
 
 __all__ = [
     "DEFAULT_RELATIONS",
     "Device",
     "DeviceLike",
+    "Bystander",
     "Instrumentation",
     "ProbeContext",
     "ProbeResult",

@@ -240,6 +240,35 @@ class Instrumentation:
         }
 
 
+class Bystander:
+    """What Instrumentation does around a workload, without measuring: the same
+    connection (held open while the workload runs, idle) and the same waits for the
+    previous and the workload's client backends to exit, before and after. The bare arm
+    of the overhead self-test (blocklab.execution.overhead), so that its two arms differ
+    in the counters and the sampler only."""
+
+    def __init__(self, ctx: ProbeContext):
+        self._probes = Instrumentation(ctx)
+
+    def begin(self) -> None:
+        self._probes._conn = self._probes._connect()
+        try:
+            self._probes._wait_for_clients_to_exit()
+        except psycopg.Error as e:
+            self.close()
+            raise RunError(f"probes: could not wait for the clients: {e}") from e
+
+    def end(self) -> float:
+        """Wait for the workload's backends to exit; the seconds waited."""
+        try:
+            return self._probes._wait_for_clients_to_exit()[0]
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._probes.close()
+
+
 def read_log(path: Any) -> str | None:
     """The server log's text (its last MAX_LOG_BYTES); None when it cannot be read."""
     try:
