@@ -63,6 +63,9 @@ KNOWN_METRICS = (
         None,
     ),
     MetricInfo("wal_fpi_per_xact", "full-page images per transaction", "count", False),
+    # pg_stat_wal.wal_fpi_bytes: PostgreSQL 19+ (not in 18)
+    MetricInfo("wal_fpi_bytes_per_xact", "full-page image bytes per transaction", "bytes", False),
+    MetricInfo("fpi_bytes_share_of_wal", "full-page images, share of WAL bytes", "fraction", None),
     MetricInfo(
         "checkpointer_write_bytes_per_xact", "checkpointer bytes per transaction", "bytes", False
     ),
@@ -77,6 +80,16 @@ KNOWN_METRICS = (
     MetricInfo("newpage_update_ratio", "new-page update ratio", "fraction", False),
     MetricInfo("cache_hit_ratio", "buffer cache hit ratio", "fraction", True),
     MetricInfo("server_cpu_s_per_xact", "server CPU seconds per transaction", "s", False),
+    # request sizes (blocklab.probes.stat_io, PostgreSQL 18+; /sys/block/<dev>/stat)
+    MetricInfo(
+        "io_read_bytes_per_read_relation",
+        "relation bytes per read request (pg_stat_io)",
+        "bytes",
+        None,
+    ),
+    MetricInfo(
+        "device_data_read_bytes_per_request", "data device bytes per read request", "bytes", None
+    ),
     MetricInfo("host_cpu_busy_s_per_xact", "host CPU seconds per transaction", "s", False),
     MetricInfo("table_bytes", "table bytes after the run", "bytes", None),
     MetricInfo("table_free_bytes", "table free bytes after the run", "bytes", None),
@@ -99,7 +112,18 @@ SPEED_METRICS = ("tps", "latency_avg_ms")  # compared as faster/slower
 
 _QUERY_KEY = re.compile(r"^(q\d+)_mean_ms$")  # blocklab.workloads.tpch.metrics_of
 # <scope>_<read|write>_bytes[_per_xact], scopes as blocklab.probes.derived.device_scopes
-_DEVICE_KEY = re.compile(r"^(host_device|device)(?:_(\w+?))?_(read|write)_bytes(_per_xact)?$")
+_DEVICE_KEY = re.compile(
+    r"^(host_device|device)(?:_(\w+?))?_(read|write)_bytes(_per_xact|_per_request)?$"
+)
+# blocklab.probes.stat_io: io_<op>_bytes_<object>_<context>[_per_xact], and request sizes
+# io_<op>_bytes_per_<op>_<object>
+_IO_OPS = "read|write|extend"
+_IO_OBJECTS = "temp_relation|relation|wal"
+_IO_KEY = re.compile(
+    rf"^io_({_IO_OPS})_bytes_({_IO_OBJECTS})_(normal|vacuum|bulkread|bulkwrite|init)(_per_xact)?$"
+)
+_IO_REQUEST_KEY = re.compile(rf"^io_({_IO_OPS})_bytes_per_({_IO_OPS})_({_IO_OBJECTS})$")
+_IO_WORDS = {"read": "read", "write": "written", "extend": "extended"}
 
 
 def throughput_info(driver_names: Iterable[str]) -> MetricInfo:
@@ -130,9 +154,9 @@ def drivers_of(variant_jsons: Iterable[str | None]) -> list[str]:
 def metric_info(key: str) -> MetricInfo:
     if key in _KNOWN:
         return _KNOWN[key]
-    device = _device_metric(key)
-    if device is not None:
-        return device
+    found = _device_metric(key) or _io_metric(key)
+    if found is not None:
+        return found
     query = _QUERY_KEY.match(key)
     if query is not None:
         return MetricInfo(key, f"{query.group(1)} time (server, mean per call)", "ms", False)
@@ -153,9 +177,32 @@ def _device_metric(key: str) -> MetricInfo | None:
     else:
         who = f"{roles_text} device"
     what = "bytes written" if op == "write" else "bytes read"
+    if per_xact == "_per_request":
+        return MetricInfo(key, f"{who} bytes per {op} request", "bytes", None)
     if per_xact:
         return MetricInfo(key, f"{who} {what} per transaction", "bytes", False)
     return MetricInfo(key, f"{who} {what}", "bytes", None)
+
+
+def _io_metric(key: str) -> MetricInfo | None:
+    """pg_stat_io's bytes per object and context (summed over backend types), and the
+    average request size per object (PostgreSQL 18+)."""
+    m = _IO_KEY.match(key)
+    if m is not None:
+        op, obj, context, per_xact = m.groups()
+        what = f"{_io_object(obj)} bytes {_IO_WORDS[op]}, {context}"
+        if per_xact:
+            return MetricInfo(key, f"{what}, per transaction (pg_stat_io)", "bytes", False)
+        return MetricInfo(key, f"{what} (pg_stat_io)", "bytes", None)
+    r = _IO_REQUEST_KEY.match(key)
+    if r is not None and r.group(1) == r.group(2):
+        label = f"{_io_object(r.group(3))} bytes per {r.group(1)} request (pg_stat_io)"
+        return MetricInfo(key, label, "bytes", None)
+    return None
+
+
+def _io_object(obj: str) -> str:
+    return "WAL" if obj == "wal" else obj.replace("_", " ")
 
 
 def _unit_from_name(key: str) -> str:

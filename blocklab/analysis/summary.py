@@ -102,7 +102,16 @@ class ExperimentSummary:
 LATENCY = metric_info("latency_avg_ms")
 
 
-SIDE_METRICS = ("server_cpu_s_per_xact", "wal_bytes_per_xact", "relation_write_bytes_per_xact")
+SIDE_METRICS = (
+    "server_cpu_s_per_xact",
+    "wal_bytes_per_xact",
+    "relation_write_bytes_per_xact",
+    # what io_method, io_combine_limit, wal_compression and checksums change (issue 24)
+    "wal_fpi_per_xact",
+    "wal_fpi_bytes_per_xact",  # PostgreSQL 19+
+    "io_read_bytes_per_read_relation",  # PostgreSQL 18+
+    "device_data_read_bytes_per_request",
+)
 
 
 def round_copies(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int, dict[int, float]]:

@@ -17,15 +17,19 @@ wal_bytes_per_s, wal_records_per_s, wal_fpi_per_s, wal_write_per_s and wal_sync_
 (15-17), checkpointer/bgwriter/backend_write_bytes_per_s, relation_read_bytes_per_s and
 relation_extend_bytes_per_s (16+), xact_commit_per_s, blks_read/blks_hit_per_s,
 n_tup_upd/n_tup_hot_upd/n_tup_newpage_upd_per_s, <scope>_read_bytes_per_s and
-<scope>_write_bytes_per_s (scope = device_data | device_wal for blocklab's own file
-systems, host_device for the shared device under a kind 'dir' directory: see
-derived.device_scopes), cpu_user/system/iowait_pct (host), mem_used_bytes (host,
-MemTotal - MemAvailable), checkpoints_done (count since begin). The counters client
-backends flush end at the last 1 Hz sample; what arrived after it (their exit flush) is
-`<counter>_final_flush`, one amount, not a rate (derived.build_series says why).
+<scope>_write_bytes_per_s, <scope>_read_ios_per_s and <scope>_write_ios_per_s (scope =
+device_data | device_wal for blocklab's own file systems, host_device for the shared
+device under a kind 'dir' directory: see derived.device_scopes),
+cpu_user/system/iowait_pct (host), mem_used_bytes (host, MemTotal - MemAvailable),
+checkpoints_done (count since begin). The counters client backends flush end at the last
+1 Hz sample; what arrived after it (their exit flush) is `<counter>_final_flush`, one
+amount, not a rate (derived.build_series says why).
 Metrics: see blocklab.probes.derived (wal_bytes_per_xact, fpi_bytes_share_of_wal_max,
 <scope>_write_bytes_per_xact, <who>_write_bytes, hot/newpage_update_ratio,
-cache_hit_ratio, server_cpu_s_per_xact, <relation>.table_free_bytes, checkpoints_*).
+cache_hit_ratio, server_cpu_s_per_xact, <relation>.table_free_bytes, checkpoints_*,
+<scope>_read_bytes_per_request, wal_fpi_bytes_per_xact (19+)) and
+blocklab.probes.stat_io (pg_stat_io, 16+: io_<op>_bytes_<object>_<context>[_per_xact],
+io_<op>_bytes_per_<op>_<object> (18+)).
 
 `ctx.conninfo` must name the database the workload runs in: pg_stat_database and
 pg_stat_user_tables are per database. begin() waits (up to 2 s) for other client

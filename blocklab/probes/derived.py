@@ -3,11 +3,21 @@
 Every volume is bytes (never pages). Where a counter is missing on this server, the
 metric is None and the counter is in `missing`; never zero.
 
-FPI share: pg_stat_wal counts full-page images (wal_fpi) but not their bytes. The
+FPI share: up to PostgreSQL 18 pg_stat_wal counts full-page images (wal_fpi) but not
+their bytes (19 adds wal_fpi_bytes: then `wal_fpi_bytes_per_xact` and the exact
+`fpi_bytes_share_of_wal`, None before 19; reading the run's WAL with pg_waldump --stats
+instead would cost more than the run's own I/O is worth). The
 metric `fpi_bytes_share_of_wal_max` = wal_fpi x block_size_bytes / wal_bytes (capped at
 1) is an upper bound of the share of WAL bytes that are page images: an image is at
 most one block (the hole in the middle of a page and wal_compression make it smaller).
 `wal_fpi_per_record` is the count ratio (a record can carry several images).
+
+Device request sizes: `<scope>_read_bytes_per_request` and `_write_bytes_per_request`
+are bytes / completed requests of /sys/block/<dev>/stat over the run (requests the
+block layer merged count once): what io_combine_limit and io_method change. The series
+`<scope>_read_ios_per_s` and `<scope>_write_ios_per_s` are the request rates (IOPS).
+
+pg_stat_io per object and context: blocklab.probes.stat_io.run_metrics.
 
 Devices are named for what their counters cover (see `device_scopes`): a file system of
 blocklab's own (a loop device, or a whole device given to blocklab) is `device_<role>`;
@@ -21,6 +31,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from blocklab.probes import stat_io
 from blocklab.probes.sampler import CLK_TCK, DeviceCounters, Snapshot
 
 if TYPE_CHECKING:
@@ -208,15 +219,21 @@ def _rates(
     return {RATE_SERIES[n]: ratio(delta(prev.pg.get(n), cur.pg.get(n)), dt) for n in names}
 
 
-def _device_totals(snap: Snapshot, scopes: DeviceScopes) -> dict[str, tuple[int, int] | None]:
-    """scope -> (read_bytes, write_bytes) summed over its devices; None if one is unreadable."""
-    out: dict[str, tuple[int, int] | None] = {}
+Counts = tuple[int, int, int, int]  # read_bytes, write_bytes, read_ios, write_ios
+Deltas = tuple[float | None, float | None, float | None, float | None]
+
+
+def _device_totals(snap: Snapshot, scopes: DeviceScopes) -> dict[str, Counts | None]:
+    """scope -> its counters summed over its devices; None if one is unreadable."""
+    out: dict[str, Counts | None] = {}
     for name, scope in scopes.items():
         c: DeviceCounters | None = snap.devices.get(name)
-        have = out.get(scope, (0, 0))
-        out[scope] = (
-            None if c is None or have is None else (have[0] + c.read_bytes, have[1] + c.write_bytes)
-        )
+        have = out.get(scope, (0, 0, 0, 0))
+        if c is None or have is None:
+            out[scope] = None
+            continue
+        mine = (c.read_bytes, c.write_bytes, c.read_ios, c.write_ios)
+        out[scope] = (have[0] + mine[0], have[1] + mine[1], have[2] + mine[2], have[3] + mine[3])
     return out
 
 
@@ -224,24 +241,30 @@ def _device_rates(
     prev: Snapshot, cur: Snapshot, dt: float, scopes: DeviceScopes
 ) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
-    for scope, (rd, wr) in _device_deltas(prev, cur, scopes).items():
+    for scope, (rd, wr, rio, wio) in _device_deltas(prev, cur, scopes).items():
         out[f"{scope}_read_bytes_per_s"] = ratio(rd, dt)
         out[f"{scope}_write_bytes_per_s"] = ratio(wr, dt)
+        out[f"{scope}_read_ios_per_s"] = ratio(rio, dt)
+        out[f"{scope}_write_ios_per_s"] = ratio(wio, dt)
     return out
 
 
-def _device_deltas(
-    a: Snapshot, b: Snapshot, scopes: DeviceScopes
-) -> dict[str, tuple[float | None, float | None]]:
-    """scope -> (read_bytes, write_bytes) between two snapshots; None if unreadable."""
+def _device_deltas(a: Snapshot, b: Snapshot, scopes: DeviceScopes) -> dict[str, Deltas]:
+    """scope -> (read_bytes, write_bytes, read_ios, write_ios) between two snapshots;
+    all None if a device is unreadable."""
     ta, tb = _device_totals(a, scopes), _device_totals(b, scopes)
-    out: dict[str, tuple[float | None, float | None]] = {}
+    out: dict[str, Deltas] = {}
     for scope, pa in ta.items():
         pb = tb.get(scope)
         if pa is None or pb is None:
-            out[scope] = (None, None)
+            out[scope] = (None, None, None, None)
         else:
-            out[scope] = (float(pb[0] - pa[0]), float(pb[1] - pa[1]))
+            out[scope] = (
+                float(pb[0] - pa[0]),
+                float(pb[1] - pa[1]),
+                float(pb[2] - pa[2]),
+                float(pb[3] - pa[3]),
+            )
     return out
 
 
@@ -295,6 +318,7 @@ def derive_metrics(
     m |= _table_metrics(d)
     m |= _device_metrics(before, after, scopes, xacts)
     m |= _cpu_metrics(before, after, xacts)
+    m |= stat_io.run_metrics(before.io, after.io, transactions)
     m["cache_hit_ratio"] = ratio(d.get("blks_hit"), _sum(d.get("blks_hit"), d.get("blks_read")))
     m["xact_commit"] = d.get("xact_commit")
     m["xact_rollback"] = d.get("xact_rollback")
@@ -317,7 +341,11 @@ def _wal_metrics(
 ) -> dict[str, float | None]:
     wal, fpi = d.get("wal_bytes"), d.get("wal_fpi")
     share = ratio(None if fpi is None else fpi * block_size_bytes, wal)
+    fpi_bytes = d.get("wal_fpi_bytes")  # 19+: the images' bytes as written in the records
     return {
+        "wal_fpi_bytes": fpi_bytes,
+        "wal_fpi_bytes_per_xact": _per(fpi_bytes, xacts),
+        "fpi_bytes_share_of_wal": ratio(fpi_bytes, wal),
         "wal_bytes": wal,
         "wal_records": d.get("wal_records"),
         "wal_fpi": fpi,
@@ -362,11 +390,14 @@ def _device_metrics(
     before: Snapshot, after: Snapshot, scopes: DeviceScopes, xacts: int | None
 ) -> dict[str, float | None]:
     m: dict[str, float | None] = {}
-    for scope, (rd, wr) in _device_deltas(before, after, scopes).items():
+    for scope, (rd, wr, rio, wio) in _device_deltas(before, after, scopes).items():
         m[f"{scope}_read_bytes"] = rd
         m[f"{scope}_write_bytes"] = wr
         m[f"{scope}_read_bytes_per_xact"] = _per(rd, xacts)
         m[f"{scope}_write_bytes_per_xact"] = _per(wr, xacts)
+        # the average request size the kernel completed (merged requests count once)
+        m[f"{scope}_read_bytes_per_request"] = ratio(rd, rio)
+        m[f"{scope}_write_bytes_per_request"] = ratio(wr, wio)
     return m
 
 

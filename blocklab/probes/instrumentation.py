@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from blocklab.errors import RunError
-from blocklab.probes import ProbeContext, ProbeResult, derived, space, views
+from blocklab.probes import ProbeContext, ProbeResult, derived, space, stat_io, views
 from blocklab.probes import checkpoints as ckpt
 from blocklab.probes.sampler import Sampler, Snapshot, host_snapshot, read_server_cpu_s
 
@@ -40,6 +40,8 @@ class Instrumentation:
         self._settle_s = 0.0
         self._clients_left = 0
         self._log_missing = False
+        self._stat_io = False  # the server has pg_stat_io (16+)
+        self._stat_io_basis = ""
 
     # -- public -----------------------------------------------------------------------
     def begin(self) -> None:
@@ -55,9 +57,10 @@ class Instrumentation:
 
     def _prepare(self, conn: psycopg.Connection[Any]) -> None:
         rows = conn.execute(views.COLUMNS_SQL, [list(views.VIEWS)]).fetchall()
-        self._plan = views.plan_counters(
-            views.columns_from_rows(rows), block_size_bytes=self.ctx.block_size_bytes
-        )
+        columns = views.columns_from_rows(rows)
+        self._plan = views.plan_counters(columns, block_size_bytes=self.ctx.block_size_bytes)
+        self._stat_io = "pg_stat_io" in columns
+        self._stat_io_basis = _stat_io_basis(columns)
         self._sql = self._plan.sql()
         if self.ctx.measure_space:
             self._pgstattuple = space.prepare(conn)
@@ -129,7 +132,22 @@ class Instrumentation:
         snap = host_snapshot(pg, [d.name for d in self.ctx.devices], errors)
         if with_server_cpu:
             snap.server_cpu_s = read_server_cpu_s(self.ctx.server_pid)
+            snap.io = self._query_stat_io(snap.errors)
         return snap
+
+    def _query_stat_io(self, errors: list[str]) -> dict[str, float] | None:
+        """pg_stat_io's bytes (and 18+ requests) per object and context; None without it."""
+        if not self._stat_io:
+            return None
+        assert self._conn is not None
+        try:
+            cur = self._conn.execute(stat_io.SQL)
+            names = [c.name for c in cur.description or ()]
+            rows = stat_io.rows_of(names, cur.fetchall())
+        except psycopg.Error as e:
+            errors.append(f"{time.time():.3f}: pg_stat_io: {e}")
+            return None
+        return stat_io.bytes_by_object_context(rows) | stat_io.requests_by_object_context(rows)
 
     def _space(self) -> tuple[list[dict[str, Any]], list[str]]:
         if not self.ctx.measure_space or self._conn is None:
@@ -233,6 +251,7 @@ class Instrumentation:
             "block_size_bytes": self.ctx.block_size_bytes,
             "wal_block_size_bytes": self.ctx.wal_block_size_bytes,
             "server_version_num": self.ctx.server_version_num,
+            "stat_io_basis": self._stat_io_basis,
             "settle_s": round(self._settle_s, 3),
             "clients_left_at_end": self._clients_left,
             "begin_epoch": snaps[0].epoch,
@@ -267,6 +286,15 @@ class Bystander:
 
     def close(self) -> None:
         self._probes.close()
+
+
+def _stat_io_basis(columns: views.Columns) -> str:
+    """How the io_* metrics (blocklab.probes.stat_io) are measured on this server."""
+    if views.has(columns, "pg_stat_io", "read_bytes"):
+        return "pg_stat_io read_bytes, write_bytes, extend_bytes; requests counted as such"
+    if views.has(columns, "pg_stat_io", "op_bytes"):
+        return "pg_stat_io operations x op_bytes (blocks); no request sizes"
+    return "no pg_stat_io (before PostgreSQL 16): no io_* metrics"
 
 
 def read_log(path: Any) -> str | None:

@@ -40,6 +40,9 @@ class Snapshot:
     cpu_ticks: dict[str, int] | None
     mem: dict[str, int] | None
     server_cpu_s: float | None = None  # only at begin and end
+    # pg_stat_io per object and context (blocklab.probes.stat_io: bytes, and 18+ requests),
+    # only at begin and end; None where the server has no pg_stat_io or the query failed
+    io: dict[str, float] | None = None
     errors: list[str] = field(default_factory=list)
 
 

@@ -7,7 +7,28 @@ extend_bytes; 16-17 count operations in blocks of op_bytes).
                               {"io_read_bytes.relation.bulkread": ..., ...} summed over
                               backend types (pure); NULL cells (not tracked) are left out,
                               never counted as 0
+    requests_by_object_context(rows)
+                              {"io_reads.relation.bulkread": ..., ...}: read, write and
+                              extend operations, 18+ only (pure). 18 counts one operation
+                              per I/O request (a read combined up to io_combine_limit is
+                              one); 16-17 count blocks, so their counts are left out
+    rows_of(names, tuples)    rows as a database driver returns them -> parse's rows
     delta(before, after)      per-run change of those totals (pure)
+    run_metrics(before, after, transactions)
+                              the per-run metrics below (pure)
+
+Per-run metrics (summed over backend types; a combination the server does not track
+is absent, never 0):
+
+    io_{op}_bytes_{object}_{context}           bytes read, written, extended in the run,
+                                               op read|write|extend, object relation |
+                                               temp_relation | wal (18+), context normal
+                                               | vacuum | bulkread | bulkwrite | init
+    io_{op}_bytes_{object}_{context}_per_xact  the same per transaction
+    io_{op}_bytes_per_{op}_{object}            average request size over the object's
+                                               contexts: bytes / operations, 18+ only
+                                               (16-17 count blocks: it would always be
+                                               the block size, so it is left out)
 """
 
 from __future__ import annotations
@@ -15,6 +36,8 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping, Sequence
+
+Metrics = dict[str, float | None]
 
 SQL = "SELECT * FROM pg_catalog.pg_stat_io"
 OPS = ("read", "write", "extend")
@@ -48,6 +71,65 @@ def bytes_by_object_context(rows: Sequence[Mapping[str, str]]) -> dict[str, floa
     return out
 
 
+def requests_by_object_context(rows: Sequence[Mapping[str, str]]) -> dict[str, float]:
+    """Operations per (object, context), summed over backend types: keys
+    "io_{op}s.{object}.{context}", only where the row has the op's byte column (18+)
+    and its count is not NULL."""
+    out: dict[str, float] = {}
+    for row in rows:
+        where = f"{row['object'].replace(' ', '_')}.{row['context']}"
+        for op in OPS:
+            count = row.get(f"{op}s")
+            if f"{op}_bytes" in row and count:
+                key = f"io_{op}s.{where}"
+                out[key] = out.get(key, 0.0) + float(count)
+    return out
+
+
+def rows_of(names: Sequence[str], tuples: Sequence[Sequence[object]]) -> list[dict[str, str]]:
+    """Driver rows (None for NULL, numbers as numbers) as `parse` returns them: text
+    cells, NULL as ""."""
+    return [{n: "" if v is None else str(v) for n, v in zip(names, t, strict=True)} for t in tuples]
+
+
 def delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
     """after - before for every key in after (a key new since before counts from 0)."""
     return {k: v - before.get(k, 0.0) for k, v in sorted(after.items())}
+
+
+def run_metrics(
+    before: Mapping[str, float] | None, after: Mapping[str, float] | None, transactions: int
+) -> Metrics:
+    """The per-run metrics (module docstring) from two snapshots' totals (bytes and
+    requests, as bytes_by_object_context | requests_by_object_context); {} when either
+    is None (no pg_stat_io, or it could not be read)."""
+    if before is None or after is None:
+        return {}
+    d = delta(before, after)
+    out: Metrics = {}
+    for key, value in d.items():
+        if "_bytes." not in key:
+            continue
+        name = key.replace(".", "_")
+        out[name] = value
+        out[f"{name}_per_xact"] = value / transactions if transactions > 0 else None
+    return out | _request_sizes(d)
+
+
+def _request_sizes(d: Mapping[str, float]) -> Metrics:
+    """io_{op}_bytes_per_{op}_{object}: bytes / operations over the contexts that count
+    both (18+)."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    for key, count in d.items():
+        head, _, where = key.partition(".")
+        op = head.removeprefix("io_").removesuffix("s")
+        if op not in OPS or head != f"io_{op}s":
+            continue
+        obj = where.partition(".")[0]
+        acc = sums.setdefault((op, obj), [0.0, 0.0])
+        acc[0] += d.get(f"io_{op}_bytes.{where}", 0.0)
+        acc[1] += count
+    return {
+        f"io_{op}_bytes_per_{op}_{obj}": (total / n if n > 0 else None)
+        for (op, obj), (total, n) in sorted(sums.items())
+    }

@@ -5,10 +5,11 @@ version numbers, so a master tree works as long as the columns keep their names.
 the server lacks is listed as missing; it is never reported as zero. Facts per version
 (checked against the PostgreSQL docs and source):
 
-- pg_stat_wal: wal_records, wal_fpi, wal_bytes, wal_buffers_full (14+); wal_write and
-  wal_sync in 14-17 only (18 moved WAL I/O to pg_stat_io, object 'wal': there the
-  counters wal_write, wal_sync and wal_write_bytes come from writes, fsyncs, write_bytes
-  of those rows, and `basis` says so).
+- pg_stat_wal: wal_records, wal_fpi, wal_bytes, wal_buffers_full (14+); wal_fpi_bytes
+  (the full-page images' bytes) 19+ only, not in 18; wal_write and wal_sync in 14-17
+  only (18 moved WAL I/O to pg_stat_io, object 'wal': there the counters wal_write,
+  wal_sync and wal_write_bytes come from writes, fsyncs, write_bytes of those rows, and
+  `basis` says so).
 - pg_stat_io (16+): reads/writes/extends counted in blocks of `op_bytes` in 16-17;
   18 dropped op_bytes and added read_bytes, write_bytes, extend_bytes.
 - pg_stat_checkpointer (17+): num_timed, num_requested, buffers_written; num_done (18+,
@@ -131,7 +132,9 @@ def _wal_source(columns: Columns, missing: list[str], basis: dict[str, str]) -> 
     wanted = [("wal_records", "wal_records"), ("wal_fpi", "wal_fpi"), ("wal_bytes", "wal_bytes")]
     wanted += [("wal_buffers_full", "wal_buffers_full")]
     items = _pick(columns, "pg_stat_wal", wanted, missing, basis)
-    for name in ("wal_write", "wal_sync"):  # 14-17; 18 counts WAL I/O in pg_stat_io
+    # wal_fpi_bytes: 19+ (not in 18); wal_write, wal_sync: 14-17 (18 counts WAL I/O in
+    # pg_stat_io). Where they do not exist they are not asked for, nor listed as missing.
+    for name in ("wal_fpi_bytes", "wal_write", "wal_sync"):
         if has(columns, "pg_stat_wal", name):
             items.append((name, name))
             basis[name] = f"pg_stat_wal.{name}"

@@ -222,3 +222,24 @@ def test_a_comparison_without_a_paired_round_prints_no_value() -> None:
         ci_half_width_pct=None,
     )
     assert gain_text(c, "s") == NO_VALUE
+
+
+def test_request_sizes_and_fpi_are_compared_beside_tps(tmp_path: Path) -> None:
+    """Issue 24: what io_method / io_combine_limit change shows in the summary's side
+    comparisons, in its catalogue label and unit; a metric not stored shows no line."""
+    sizes = {"ref": [8192.0, 8200.0, 8190.0, 8195.0], "combined": [131072.0, 130000.0] * 2}
+    with ResultsDB(tmp_path / "results") as db:
+        small_experiment(db, "aio", "ref", [(vid, vid, "{}", {}) for vid in sizes])
+        for vid, values in sizes.items():
+            for rnd, size in enumerate(values, start=1):
+                extra = {"device_data_read_bytes_per_request": size, "wal_fpi_per_xact": 1.0}
+                db.record_run(
+                    RunRecord("aio", vid, rnd, 0, "ok", "t0", "t1", tps=100.0 + rnd, metrics=extra)
+                )
+        s = summarize_experiment(db, "aio", "tps")
+    assert set(s.side) == {"device_data_read_bytes_per_request", "wal_fpi_per_xact"}
+    ((label, c),) = s.side["device_data_read_bytes_per_request"]
+    assert label == "combined" and c.ratio is not None and 15 < c.ratio < 17
+    text = _printed(s, 120)
+    assert "data device bytes per read request: combined +" in text
+    assert "full-page images per transaction: combined" in text

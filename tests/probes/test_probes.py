@@ -193,6 +193,38 @@ def test_instrumented_run(server: Cluster) -> None:
     assert res.facts["sample_errors"] == [] and res.facts["sampler_failure"] is None
 
 
+def test_io_metrics_request_sizes_and_per_transaction_figures(server: Cluster) -> None:
+    """pg_stat_io bytes per object and context (16+; 15 has no pg_stat_io: none, listed
+    missing, never 0), the device's bytes per request, FPI and CPU per transaction."""
+    res, _, _, xacts = instrumented_run(server, 4)
+    m, s, bs = res.metrics, res.series, server.inst.block_size_bytes
+    assert m["server_cpu_s_per_xact"] is not None and m["server_cpu_s_per_xact"] > 0
+    assert m["wal_fpi_per_xact"] is not None and m["wal_fpi_per_xact"] > 0  # checkpoints ran
+    assert m["wal_fpi_bytes_per_xact"] is None  # pg_stat_wal.wal_fpi_bytes is 19+
+    written, requests = m["host_device_write_bytes"], m["host_device_write_bytes_per_request"]
+    if written:  # the host's block device is readable here and was written to
+        assert requests is not None and requests >= SECTOR_BYTES
+        assert all(v is None or v >= 0 for _, v in s["host_device_write_ios_per_s"])
+        assert any(v for _, v in s["host_device_write_ios_per_s"])
+    io = {k: v for k, v in m.items() if k.startswith("io_")}
+    if server.inst.major < 16:
+        assert io == {} and "pg_stat_io" in res.missing
+        assert res.facts["stat_io_basis"].startswith("no pg_stat_io")
+        return
+    sizes = {k: v for k, v in io.items() if "_bytes_per_" in k and not k.endswith("_per_xact")}
+    assert all(v is None or v >= SECTOR_BYTES for v in sizes.values())  # None: no requests
+    assert all(v is not None and v >= 0 for k, v in io.items() if k not in sizes)
+    assert (m["io_write_bytes_relation_normal"] or 0) % bs == 0  # checkpoints wrote pages
+    assert (m["io_write_bytes_relation_normal"] or 0) > 0
+    assert m["io_write_bytes_relation_normal_per_xact"] == pytest.approx(
+        (m["io_write_bytes_relation_normal"] or 0) / xacts
+    )
+    if server.inst.major >= 18:
+        assert (m["io_write_bytes_wal_normal"] or 0) > 0
+        assert (m["io_write_bytes_per_write_wal"] or 0) >= server.inst.wal_block_size_bytes
+        assert "requests counted" in res.facts["stat_io_basis"]
+
+
 TOTALS_SQL = (
     "SELECT d.blks_hit, d.xact_commit,"
     " (SELECT sum(n_tup_hot_upd) FROM pg_stat_user_tables) AS n_tup_hot_upd"

@@ -91,6 +91,13 @@ def test_pg18_uses_byte_columns_and_num_done_and_has_no_wal_write() -> None:
     assert plan.missing == ()
 
 
+def test_wal_fpi_bytes_is_read_where_it_exists_and_never_missing_before() -> None:
+    assert "wal_fpi_bytes" not in views.plan_counters(PG18, block_size_bytes=8192).names
+    pg19 = {**PG18, "pg_stat_wal": frozenset(WAL18 | {"wal_fpi_bytes"})}
+    plan = views.plan_counters(pg19, block_size_bytes=8192)
+    assert plan.basis["wal_fpi_bytes"] == "pg_stat_wal.wal_fpi_bytes" and plan.missing == ()
+
+
 def test_unknown_server_reports_missing_never_zero() -> None:
     plan = views.plan_counters(cols(database=DB), block_size_bytes=8192)
     assert {"pg_stat_wal", "pg_stat_io", "pg_stat_checkpointer"} <= set(plan.missing)
@@ -144,11 +151,12 @@ def snap(epoch: float, pg: dict[str, float | None], **kw: object) -> Snapshot:
         cpu_ticks=kw.get("cpu", None),  # type: ignore[arg-type]
         mem=kw.get("mem", None),  # type: ignore[arg-type]
         server_cpu_s=kw.get("server_cpu_s", None),  # type: ignore[arg-type]
+        io=kw.get("io", None),  # type: ignore[arg-type]
     )
 
 
-def dev(w: int, r: int = 0) -> DeviceCounters:
-    return DeviceCounters(read_bytes=r, write_bytes=w, read_ios=0, write_ios=0, busy_ms=0)
+def dev(w: int, r: int = 0, rio: int = 0, wio: int = 0) -> DeviceCounters:
+    return DeviceCounters(read_bytes=r, write_bytes=w, read_ios=rio, write_ios=wio, busy_ms=0)
 
 
 def test_series_rates_add_up_and_are_per_role() -> None:
@@ -228,7 +236,7 @@ def test_device_scopes_name_what_the_counters_cover() -> None:
 
 def test_two_roles_on_one_host_device_are_counted_once() -> None:
     before = snap(0.0, {}, devices={"sda1": dev(0, 0)})
-    after = snap(2.0, {}, devices={"sda1": dev(1 << 20, 4096)})
+    after = snap(2.0, {}, devices={"sda1": dev(1 << 20, 4096, rio=1, wio=8)})
     scopes = derived.device_scopes([Device("sda1", "data"), Device("sda1", "wal")])
     m = derived.derive_metrics(
         before, after, transactions=256, duration_s=2, block_size_bytes=8192, scopes=scopes
@@ -239,6 +247,8 @@ def test_two_roles_on_one_host_device_are_counted_once() -> None:
         "host_device_write_bytes": float(1 << 20),
         "host_device_read_bytes_per_xact": 16.0,
         "host_device_write_bytes_per_xact": 4096.0,
+        "host_device_read_bytes_per_request": 4096.0,
+        "host_device_write_bytes_per_request": 131072.0,
     }
 
 
@@ -340,3 +350,41 @@ def test_space_totals() -> None:
 def test_pg_config_parser() -> None:
     out = parse_pg_config("BINDIR = /usr/bin\nCONFIGURE =  '--with-blocksize=4'\nnoise\n")
     assert out == {"BINDIR": "/usr/bin", "CONFIGURE": "'--with-blocksize=4'"}
+
+
+def test_request_sizes_iops_fpi_bytes_and_stat_io_from_snapshots() -> None:
+    io_before = {"io_read_bytes.relation.normal": 0.0, "io_reads.relation.normal": 0.0}
+    io_after = {"io_read_bytes.relation.normal": 1048576.0, "io_reads.relation.normal": 8.0}
+    pg0 = {"wal_bytes": 0.0, "wal_fpi": 0.0, "wal_fpi_bytes": 0.0}
+    pg1 = {"wal_bytes": 100000.0, "wal_fpi": 10.0, "wal_fpi_bytes": 40000.0}
+    s = [
+        snap(0.0, pg0, devices={"loop1": dev(0, 0)}, io=io_before, server_cpu_s=1.0),
+        snap(1.0, pg0, devices={"loop1": dev(8192, 262144, rio=2, wio=1)}),
+        snap(2.0, pg1, devices={"loop1": dev(16384, 524288, rio=6, wio=2)}, io=io_after),
+    ]
+    s[-1].server_cpu_s = 3.0
+    scopes = derived.device_scopes([Device("loop1", "data", shared=False)])
+    m = derived.derive_metrics(
+        s[0], s[-1], transactions=100, duration_s=2, block_size_bytes=8192, scopes=scopes
+    )
+    assert m["device_data_read_bytes_per_request"] == 524288 / 6
+    assert m["device_data_write_bytes_per_request"] == 8192
+    assert m["wal_fpi_bytes_per_xact"] == 400 and m["fpi_bytes_share_of_wal"] == 0.4
+    assert m["io_read_bytes_relation_normal_per_xact"] == 10485.76
+    assert m["io_read_bytes_per_read_relation"] == 131072
+    assert m["server_cpu_s_per_xact"] == 0.02
+    series = derived.build_series(s, scopes, None)
+    assert series["device_data_read_ios_per_s"] == [(1.0, 2.0), (2.0, 4.0)]
+    assert series["device_data_write_ios_per_s"] == [(1.0, 1.0), (2.0, 1.0)]
+
+
+def test_without_fpi_bytes_or_ios_the_metrics_are_none_not_zero() -> None:
+    before = snap(0.0, {"wal_bytes": 0.0}, devices={"loop1": dev(0)})
+    after = snap(1.0, {"wal_bytes": 10.0}, devices={"loop1": dev(0)})
+    scopes = derived.device_scopes([Device("loop1", "data", shared=False)])
+    m = derived.derive_metrics(
+        before, after, transactions=5, duration_s=1, block_size_bytes=8192, scopes=scopes
+    )
+    assert m["wal_fpi_bytes_per_xact"] is None and m["fpi_bytes_share_of_wal"] is None
+    assert m["device_data_read_bytes_per_request"] is None  # no requests: no size
+    assert not any(k.startswith("io_") for k in m)  # no pg_stat_io snapshot
