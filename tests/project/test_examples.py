@@ -1,11 +1,17 @@
 """Every file in examples/ runs end to end: one round of 2-second runs at scale 1, with
 real builds, servers, pgbench, sysbench, go-tpc and (fs-block-size) loop-device file
 systems. `--scale 1` is each driver's smoke size (sysbench: at most 1,000 rows per table;
-tpcc: 1 warehouse)."""
+tpcc: 1 warehouse).
+
+The issue 24 examples (PostgreSQL 18's I/O against the page size) are planned here, not
+run: they need builds of their own (16 kB pages; lz4, zstd and liburing configured in)
+that would lengthen CI a lot. They are run by hand; their figures are in
+examples/README.md."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -14,31 +20,48 @@ from pathlib import Path
 import pytest
 
 from blocklab import experiment_file as spec
+from blocklab.cli import main
 from blocklab.paths import Paths
+from blocklab.postgres import io_settings
 from blocklab.store import ResultsDB
 
-EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.toml"))
+EXAMPLES_DIR = Path(__file__).parents[2] / "examples"
+EXAMPLES = sorted(EXAMPLES_DIR.glob("*.toml"))
 SMOKE = {"scale": 1, "duration": 2}
+# Planned in CI (test_issue24_example_plans), run by hand: their builds (16 kB pages;
+# lz4, zstd, liburing) would lengthen the end-to-end run a lot. Figures: examples/README.md.
+# name: (variants, needs root for its loop device and memory cgroup, asks for io_uring)
+PLANNED_ONLY = {
+    "pg18-aio-pagesize.toml": (9, True, True),
+    "wal-compression-walblock.toml": (6, False, False),
+    "checksums-pagesize.toml": (8, False, False),
+}
+RUN_END_TO_END = [p for p in EXAMPLES if p.name not in PLANNED_ONLY]
+MAX_ETA_MIN = 30  # each example runs in under 30 min here
 
 
 def test_every_example_is_covered() -> None:
     assert [p.name for p in EXAMPLES] == [
+        "checksums-pagesize.toml",
         "fillfactor-footprint.toml",
         "fillfactor.toml",
         "fs-block-size.toml",
         "page-size-device.toml",
         "page-size.toml",
+        "pg18-aio-pagesize.toml",
         "seed002-tpch-pagesize.toml",
         "seed003-tpcc-fillfactor.toml",
         "seed004-sysbench-walblock.toml",
         "wal-block-clients.toml",
+        "wal-compression-walblock.toml",
     ]
+    assert len(RUN_END_TO_END) == len(EXAMPLES) - len(PLANNED_ONLY)
 
 
 @pytest.mark.build
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="fs-block-size needs loop devices (root)")
-@pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+@pytest.mark.parametrize("example", RUN_END_TO_END, ids=[p.stem for p in RUN_END_TO_END])
 def test_example_runs_end_to_end(example: Path, paths: Paths, tmp_path: Path) -> None:
     results = tmp_path / "results"
     argv = [sys.executable, "-m", "blocklab.cli", "run", str(example), "--rounds", "1", "-q"]
@@ -54,3 +77,29 @@ def test_example_runs_end_to_end(example: Path, paths: Paths, tmp_path: Path) ->
     assert len(runs) == len(exp.variants())
     assert {run["status"] for run in runs} == {"ok"}, [run["reason"] for run in runs]
     assert f"{exp.name}: " in r.stdout  # the summary's title
+
+
+PLANS = [
+    pytest.param(n, id=Path(n).stem, marks=[pytest.mark.root] if PLANNED_ONLY[n][1] else [])
+    for n in sorted(PLANNED_ONLY)
+]
+
+
+@pytest.mark.parametrize("name", PLANS)
+def test_issue24_example_plans(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`blocklab plan` accepts the file (exit 0: builds, settings and this machine can run
+    it), with the variants the README describes and an ETA under 30 min."""
+    variants, needs_root, asks_io_uring = PLANNED_ONLY[name]
+    if needs_root and os.geteuid() != 0:
+        pytest.skip(f"{name} plans loop devices and a memory cgroup (root)")
+    kernel = io_settings.read_io_uring_refusal() if asks_io_uring else ""
+    if kernel:
+        pytest.skip(f"{name} asks for io_method = io_uring, which this kernel refuses: {kernel}")
+    code = main(["plan", str(EXAMPLES_DIR / name)])
+    out, err = capsys.readouterr()
+    assert code == 0, err[-3000:]
+    assert f"{variants} variants" in out
+    assert len(spec.load(EXAMPLES_DIR / name).variants()) == variants
+    eta = re.search(r"ETA (\d+) min (\d+) s", out)
+    assert eta, out[-2000:]  # "ETA 1 h 05 min" does not match: over an hour
+    assert int(eta.group(1)) < MAX_ETA_MIN, eta.group(0)
