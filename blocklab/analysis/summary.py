@@ -71,7 +71,8 @@ class ExperimentSummary:
     aa_label: str = ""
     carryover: CarryOver | None = None  # runs after a switch / after a repeat
     # metric -> [(variant label, comparison with its reference)], for tps summaries
-    side: dict[str, list[tuple[str, stats.Comparison]]] = field(default_factory=dict)
+    # metric -> (variant label, comparison, 0 in both) for the side metrics
+    side: dict[str, list[tuple[str, stats.Comparison, bool]]] = field(default_factory=dict)
     # sentences on measured windows whose rates drifted (blocklab.analysis.stationarity)
     stationarity: list[str] = field(default_factory=list)
 
@@ -308,17 +309,34 @@ def _latency_summary(db: ResultsStore, runs: Sequence[Row]) -> stats.Summary | N
 
 def _side_metrics(
     db: ResultsStore, name: str, host: str | None
-) -> dict[str, list[tuple[str, stats.Comparison]]]:
+) -> dict[str, list[tuple[str, stats.Comparison, bool]]]:
     stored = set(db.metric_names(name))
     out = {}
     for m in SIDE_METRICS:
         if m not in stored:
             continue
         s = summarize_experiment(db, name, m, side=False, host=host)
-        rows = [(v.label, v.comparison) for v in s.variants if v.comparison is not None]
+        by_id = {v.variant_id: v for v in s.variants}
+        rows = [
+            (v.label, v.comparison, _zero_in_both(v, by_id.get(v.reference_id or "")))
+            for v in s.variants
+            if v.comparison is not None
+        ]
         if rows:
             out[m] = rows
     return out
+
+
+def _zero_in_both(v: VariantSummary, ref: VariantSummary | None) -> bool:
+    """Every round of the variant and of its reference is 0 (a counter that counted
+    nothing in both): said so, not printed as "+0.0 %"."""
+    return (
+        ref is not None
+        and bool(v.values)
+        and bool(ref.values)
+        and not any(v.values.values())
+        and not any(ref.values.values())
+    )
 
 
 def restore_note(db: ResultsStore, experiment: str, dataset_init_s: Sequence[float]) -> str:

@@ -160,7 +160,10 @@ def design_lines(s: ExperimentSummary) -> list[str]:
     lines += verdict_lines(s)
     for metric, rows in s.side.items():
         info = metric_info(metric)
-        for label, c in rows:
+        for label, c, zero_in_both in rows:
+            if zero_in_both:
+                lines.append(f"{info.label}: {label} 0 in both (nothing counted)")
+                continue
             width = c.ci_half_width_pct
             lines.append(
                 f"{info.label}: {label} {gain_text(c, info.unit)}"

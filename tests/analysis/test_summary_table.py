@@ -232,14 +232,26 @@ def test_request_sizes_and_fpi_are_compared_beside_tps(tmp_path: Path) -> None:
         small_experiment(db, "aio", "ref", [(vid, vid, "{}", {}) for vid in sizes])
         for vid, values in sizes.items():
             for rnd, size in enumerate(values, start=1):
-                extra = {"device_data_read_bytes_per_request": size, "wal_fpi_per_xact": 1.0}
+                extra = {
+                    "device_data_read_bytes_per_request": size,
+                    "wal_fpi_per_xact": 1.0,
+                    "relation_write_bytes_per_xact": 0.0,  # nothing counted in either
+                }
                 db.record_run(
                     RunRecord("aio", vid, rnd, 0, "ok", "t0", "t1", tps=100.0 + rnd, metrics=extra)
                 )
         s = summarize_experiment(db, "aio", "tps")
-    assert set(s.side) == {"device_data_read_bytes_per_request", "wal_fpi_per_xact"}
-    ((label, c),) = s.side["device_data_read_bytes_per_request"]
+    assert set(s.side) == {
+        "device_data_read_bytes_per_request",
+        "wal_fpi_per_xact",
+        "relation_write_bytes_per_xact",
+    }
+    ((label, c, zero),) = s.side["device_data_read_bytes_per_request"]
+    assert not zero
+    assert [z for *_, z in s.side["relation_write_bytes_per_xact"]] == [True]
     assert label == "combined" and c.ratio is not None and 15 < c.ratio < 17
     text = _printed(s, 120)
     assert "data device bytes per read request: combined +" in text
     assert "full-page images per transaction: combined" in text
+    relation = metric_info("relation_write_bytes_per_xact").label
+    assert f"{relation}: combined 0 in both (nothing counted)" in text
