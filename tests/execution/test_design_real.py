@@ -131,7 +131,9 @@ def test_abba_round_with_placement_stores_copies_and_the_cpus(
     plan = _run("plan", str(f), "--results", str(results), "--until-ci", "2", timeout=120)
     assert plan.returncode == 0, plan.stderr
     text = " ".join(plan.stdout.split())
-    assert "minimum detectable effect" in text and "2 stored rounds of this experiment" in text
+    # the noise names the stored experiment and design it comes from
+    assert "minimum detectable effect" in text
+    assert "from experiment abba-real (design abba, 2 rounds)" in text
     assert "±2 % needs" in text
 
 
@@ -186,5 +188,5 @@ def test_plan_pilot_measures_the_noise_and_says_what_until_ci_needs(
     done = _run("plan", str(f), "--results", str(results), "--pilot", "2", "--until-ci", "0.5")
     assert done.returncode == 0, done.stdout + done.stderr
     text = " ".join(done.stdout.split())
-    assert "2 stored rounds of experiment 'pilot-real-pilot'" in text
+    assert "from experiment pilot-real-pilot (design paired, 2 rounds)" in text
     assert "minimum detectable effect" in text and "±0.5 % needs" in text
