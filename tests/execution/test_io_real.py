@@ -9,6 +9,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,9 @@ duration = 2
 """
 
 
-def _run_with(paths: Paths, name: str, setting: str, value: str) -> list[dict[str, dict[str, str]]]:
+def _run_with(paths: Paths, name: str, setting: str, value: str) -> list[dict[str, Any]]:
+    """Each stored run's effective settings (pg_settings read back from the server) and
+    where each came from (the provenance's settings_source)."""
     d = ensure_dir(paths.home / "exp" / name)
     f = d / "x.toml"
     f.write_text(EXPERIMENT.format(name=name, setting=setting, value=value))
@@ -47,7 +50,11 @@ def _run_with(paths: Paths, name: str, setting: str, value: str) -> list[dict[st
     )
     assert done.returncode == 0, done.stdout + done.stderr
     with sqlite3.connect(results / "blocklab.sqlite") as c:
-        return [json.loads(r[0]) for r in c.execute("SELECT settings_json FROM runs")]
+        rows = c.execute("SELECT settings_json, provenance_json FROM runs").fetchall()
+    return [
+        {"settings": json.loads(s), "source": json.loads(p)["collected"]["settings_source"]}
+        for s, p in rows
+    ]
 
 
 def test_io_method_io_uring_is_in_effect(paths: Paths, pg18_8k) -> None:  # type: ignore[no-untyped-def]
@@ -56,13 +63,13 @@ def test_io_method_io_uring_is_in_effect(paths: Paths, pg18_8k) -> None:  # type
     assert "liburing" in (pg18_8k.features or ())
     runs = _run_with(paths, "io-uring", "io_method", "io_uring")
     assert len(runs) == 1
-    assert runs[0]["io_method"]["setting"] == "io_uring"
-    assert runs[0]["io_method"]["source"] == "configuration file"
+    assert runs[0]["settings"]["io_method"]["setting"] == "io_uring"
+    assert runs[0]["source"]["io_method"] == "configuration file"
 
 
 def test_wal_compression_lz4_is_in_effect(paths: Paths, pg18_8k) -> None:  # type: ignore[no-untyped-def]
     assert "lz4" in (pg18_8k.features or ())
     runs = _run_with(paths, "wal-lz4", "wal_compression", "lz4")
     assert len(runs) == 1
-    assert runs[0]["wal_compression"]["setting"] == "lz4"
-    assert runs[0]["wal_compression"]["source"] == "configuration file"
+    assert runs[0]["settings"]["wal_compression"]["setting"] == "lz4"
+    assert runs[0]["source"]["wal_compression"] == "configuration file"
