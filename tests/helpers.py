@@ -74,12 +74,13 @@ def small_experiment(
     reference: str,
     variants: list[tuple[str, str, str, dict[str, object]]],
     references: dict[str, str] | None = None,
+    spec: dict[str, object] | None = None,
 ) -> None:
     """An experiment with hand-written variants, for runs recorded by the test itself."""
     db.upsert_experiment(
         name,
         description="",
-        spec={"name": name},
+        spec={"name": name, **(spec or {})},
         seed=1,
         reference=reference,
         created_at="2026-11-22T00:00:00+00:00",

@@ -158,6 +158,14 @@ def design_of(exp: Row) -> str:
     return kind if kind in designs.DESIGNS else designs.PAIRED
 
 
+def measures_whole_cycles(exp: Row) -> bool:
+    """The experiment's windows are whole checkpoint cycles ([design] checkpoint =
+    "cycles"): the storm of full-page images and its decay inside each window is what
+    they measure on purpose, not a drift to warn about."""
+    spec = json.loads(exp["spec_json"] or "{}")
+    return (spec.get("design") or {}).get("checkpoint") == "cycles"
+
+
 def run_hosts(runs: Sequence[Row]) -> list[str]:
     """The fleet hosts that ran `runs`, sorted ("" for runs of one machine)."""
     return sorted({str(r["host"]) for r in runs})
@@ -213,7 +221,8 @@ def summarize_experiment(
     result.carryover = carry_over(db, all_runs, metric)
     if side and metric == "tps":
         result.side = _side_metrics(db, name, host)
-        result.stationarity = stationarity.notes(_ok_series(db, runs_of, labels))
+        if not measures_whole_cycles(exp):
+            result.stationarity = stationarity.notes(_ok_series(db, runs_of, labels))
     return result
 
 
@@ -320,7 +329,7 @@ def _side_metrics(
         rows = [
             (v.label, v.comparison, _zero_in_both(v, by_id.get(v.reference_id or "")))
             for v in s.variants
-            if v.comparison is not None
+            if v.comparison is not None and v.comparison.n_pairs > 0  # no value: no line
         ]
         if rows:
             out[m] = rows

@@ -19,7 +19,7 @@ from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
 from blocklab.analysis.stats import Comparison
-from blocklab.analysis.summary import design_of
+from blocklab.analysis.summary import design_of, measures_whole_cycles
 from blocklab.economics import device_store
 from blocklab.errors import UserError
 from blocklab.experiment_file.design import AA_CONTROL
@@ -237,7 +237,7 @@ def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> 
         carryover=carryover.estimate(
             carryover.PositionRun(r.round, r.position, r.variant_id, _value(r, "tps")) for r in runs
         ),
-        stationarity=stationarity_notes(db, variants, runs),
+        stationarity=[] if measures_whole_cycles(exp) else stationarity_notes(db, variants, runs),
     )
 
 

@@ -236,6 +236,7 @@ def test_request_sizes_and_fpi_are_compared_beside_tps(tmp_path: Path) -> None:
                     "device_data_read_bytes_per_request": size,
                     "wal_fpi_per_xact": 1.0,
                     "relation_write_bytes_per_xact": 0.0,  # nothing counted in either
+                    "wal_fpi_bytes_per_xact": None,  # PostgreSQL 19+: stored without a value
                 }
                 db.record_run(
                     RunRecord("aio", vid, rnd, 0, "ok", "t0", "t1", tps=100.0 + rnd, metrics=extra)
@@ -255,3 +256,5 @@ def test_request_sizes_and_fpi_are_compared_beside_tps(tmp_path: Path) -> None:
     assert "full-page images per transaction: combined" in text
     relation = metric_info("relation_write_bytes_per_xact").label
     assert f"{relation}: combined 0 in both (nothing counted)" in text
+    assert "wal_fpi_bytes_per_xact" not in s.side  # no value in any round: no line
+    assert metric_info("wal_fpi_bytes_per_xact").label not in text
