@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 
+from blocklab.errors import UserError
 from blocklab.fleet import registry
 from blocklab.fleet.hosts import QUEUE_PREFIX, host_of
 from blocklab.fleet.queue import STALLED_S
@@ -120,7 +121,10 @@ def command_settings_asked(
     settings (their agents must be started with --allow-command-settings)."""
     out: dict[str, list[str]] = {}
     for name in dict.fromkeys(experiments):
-        names = registry.load(conn, name).experiment().command_settings()
+        try:
+            names = registry.load(conn, name).experiment().command_settings()
+        except UserError:  # a stored file that no longer reads: its jobs fail with the
+            continue  # reason (shown under the table), and it runs nothing
         if names:
             out[name] = names
     return out
