@@ -145,10 +145,12 @@ def test_migration_from_version_1(
     assert versions == [1, *sorted(MIGRATIONS)] and max(versions) == SCHEMA_VERSION
 
 
-def _blocklab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _blocklab(
+    *args: str, env: dict[str, str] | None = None, timeout_s: int = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "blocklab.cli", *args],
-        capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})},
+        capture_output=True, text=True, timeout=timeout_s, env={**os.environ, **(env or {})},
     )  # fmt: skip
 
 
@@ -252,7 +254,7 @@ def test_demo_runs_into_postgres(
     raw = tmp_path / "raw"
     env = {"BLOCKLAB_RESULTS": with_pw, "BLOCKLAB_RAW_DIR": str(raw)}
     demo = ("--rounds", "1", "--scale", "1", "--clients", "1", "--quiet")  # 4 cycle runs
-    r = _blocklab("run", *demo, env=env)
+    r = _blocklab("run", *demo, env=env, timeout_s=900)  # 4 runs of one 30 s checkpoint cycle
     assert r.returncode == 0, r.stdout + r.stderr
     assert SECRET not in r.stdout + r.stderr and "postgresql: " in r.stdout
     with psycopg.connect(parse_pg(no_pw).conninfo, password=SECRET) as conn:
