@@ -127,11 +127,6 @@ def round_copies(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int
     return out
 
 
-def round_values(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int, float]:
-    """round -> value for the successful runs among `runs` (copy 0 of each round)."""
-    return {r: cs[0] for r, cs in round_copies(db, runs, metric).items() if 0 in cs}
-
-
 def run_values(
     db: ResultsStore,
     runs: Sequence[Row],
@@ -238,11 +233,27 @@ def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
 def _ok_series(
     db: ResultsStore, runs_of: dict[str, list[Row]], labels: dict[str, str]
 ) -> dict[str, list[dict[str, list[tuple[float, float | None]]]]]:
-    """variant label -> the stored series of its successful runs."""
-    return {
-        labels.get(vid, vid): [db.series(r["id"]) for r in runs if r["status"] == "ok"]
-        for vid, runs in runs_of.items()
+    """variant label -> the judged series of its successful runs."""
+    return judged_series(
+        db,
+        {
+            labels.get(vid, vid): [int(r["id"]) for r in runs if r["status"] == "ok"]
+            for vid, runs in runs_of.items()
+        },
+    )
+
+
+def judged_series(
+    db: ResultsStore, run_ids_of: Mapping[str, Sequence[int]]
+) -> dict[str, list[dict[str, list[tuple[float, float | None]]]]]:
+    """variant label -> the series stationarity judges (stationarity.SERIES) of each of
+    its runs, read in bulk; the summary and the report's experiment page both use it."""
+    ids = [i for run_ids in run_ids_of.values() for i in run_ids]
+    by_id = {
+        run_id: {k: pts for k, pts in series.items() if k in stationarity.SERIES}
+        for run_id, series in db.series_of_runs(ids)
     }
+    return {label: [by_id[i] for i in run_ids] for label, run_ids in run_ids_of.items()}
 
 
 def _runs_on_host(runs: Sequence[Row], name: str, host: str | None) -> Sequence[Row]:

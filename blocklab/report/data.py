@@ -19,7 +19,7 @@ from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
 from blocklab.analysis.stats import Comparison
-from blocklab.analysis.summary import design_of, measures_whole_cycles
+from blocklab.analysis.summary import design_of, judged_series, measures_whole_cycles
 from blocklab.economics import device_store
 from blocklab.errors import UserError
 from blocklab.experiment_file.design import AA_CONTROL
@@ -249,21 +249,17 @@ def _aa(runs: list[RunView], design: str, ref: str | None) -> Comparison | None:
     return aa_comparison(mine)
 
 
-Series = dict[str, list[tuple[float, float | None]]]
-
-
 def stationarity_notes(
     db: ResultsStore, variants: list[VariantView], runs: list[RunView]
 ) -> list[str]:
     """The summary's sentences on drifted measured windows (stationarity.notes), from the
     judged series of every successful run, read in bulk."""
-    ok = [r for r in runs if r.status == "ok"]
     labels = {v.variant_id: v.label or v.variant_id for v in variants}
-    by_label: dict[str, list[Series]] = {labels[v.variant_id]: [] for v in variants}
-    for run, (_, series) in zip(ok, db.series_of_runs([r.id for r in ok]), strict=True):
-        judged = {k: pts for k, pts in series.items() if k in stationarity.SERIES}
-        by_label.setdefault(labels.get(run.variant_id, run.variant_id), []).append(judged)
-    return stationarity.notes(by_label)
+    ids_of: dict[str, list[int]] = {labels[v.variant_id]: [] for v in variants}
+    for r in runs:
+        if r.status == "ok":
+            ids_of.setdefault(labels.get(r.variant_id, r.variant_id), []).append(r.id)
+    return stationarity.notes(judged_series(db, ids_of))
 
 
 THROUGHPUT_SERIES = ("tps", "tpmc")  # a run's per-second throughput, by driver
