@@ -1,9 +1,11 @@
 """pg_stat_io of PostgreSQL 18 (byte columns) parsed into bytes per object and context,
-on tests/data/stat_io/pg_stat_io_18.csv (constructed from the documented columns: see
-its README)."""
+on tests/data/stat_io/pg_stat_io_18.csv (recorded from a PostgreSQL 18.6 server: see its
+README). The expected totals are summed here with the csv module alone, and the main ones
+are also stated as the recorded rows' numbers."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 from blocklab.analysis.metrics import metric_info
@@ -12,29 +14,58 @@ from blocklab.probes import stat_io
 FIXTURE = Path(__file__).parents[1] / "data" / "stat_io" / "pg_stat_io_18.csv"
 
 
-def test_parse_reads_every_row_and_the_documented_columns() -> None:
+def csv_sum(column: str, obj: str, context: str) -> tuple[int, int]:
+    """(sum of the column over backend types, how many of its cells are not NULL)."""
+    with FIXTURE.open(newline="") as f:
+        cells = [
+            r[column] for r in csv.DictReader(f) if (r["object"], r["context"]) == (obj, context)
+        ]
+    return sum(int(c) for c in cells if c), sum(1 for c in cells if c)
+
+
+def test_parse_reads_every_row_and_the_recorded_columns() -> None:
     rows = stat_io.parse(FIXTURE.read_text())
-    assert len(rows) == 18
+    assert len(rows) == 79  # every backend type x object x context the server tracks
     assert {"read_bytes", "write_bytes", "extend_bytes"} <= set(rows[0])
     assert "op_bytes" not in rows[0]  # dropped in 18
-    assert rows[12]["backend_type"] == "checkpointer" and rows[12]["reads"] == ""
+    ckpt = [r for r in rows if r["backend_type"] == "checkpointer" and r["object"] == "relation"]
+    assert [(r["context"], r["reads"], r["writes"]) for r in ckpt] == [
+        ("init", "", "0"),
+        ("normal", "", "1288"),
+    ]
+    assert rows[0]["stats_reset"] == "2026-11-25 17:40:05.270768+00"
 
 
 def test_bytes_per_object_and_context_sum_backend_types() -> None:
     found = stat_io.bytes_by_object_context(stat_io.parse(FIXTURE.read_text()))
-    # client backend 157286400 + io worker 39321600 + autovacuum 0
-    assert found["io_read_bytes.relation.bulkread"] == 196608000
-    # autovacuum 98304 + client 40960000 + io worker 6553600 (checkpointer's NULL left out)
-    assert found["io_read_bytes.relation.normal"] == 47611904
-    # client 1474560 + checkpointer 16777216 + background writer 3276800
-    assert found["io_write_bytes.relation.normal"] == 21528576
-    assert found["io_extend_bytes.relation.bulkwrite"] == 2539520
-    assert found["io_write_bytes.temp_relation.normal"] == 131072
-    assert found["io_write_bytes.wal.init"] == 67108864
-    assert found["io_write_bytes.wal.normal"] == 16384 + 24576000 + 491520
-    assert found["io_read_bytes.wal.normal"] == 163840
+    # client backend 158072832 + background worker 34234368 (the others 0)
+    assert found["io_read_bytes.relation.bulkread"] == 192307200
+    # client 106815488 + background worker 40960 (checkpointer's and bgwriter's NULL left out)
+    assert found["io_read_bytes.relation.normal"] == 106856448
+    # client 47947776 + background writer 45637632 + checkpointer 10551296
+    assert found["io_write_bytes.relation.normal"] == 104136704
+    assert found["io_extend_bytes.relation.bulkwrite"] == 95453184
+    assert found["io_read_bytes.relation.vacuum"] == 195993600
+    assert found["io_write_bytes.temp_relation.normal"] == 10878976
+    assert found["io_write_bytes.wal.init"] == 117440512  # 7 new 16 MiB segments
+    # client 188342272 + walwriter 1630208 + checkpointer 8192
+    assert found["io_write_bytes.wal.normal"] == 189980672
+    for op in stat_io.OPS:
+        for obj, context in [
+            ("relation", "bulkread"),
+            ("relation", "bulkwrite"),
+            ("relation", "normal"),
+            ("relation", "vacuum"),
+            ("temp relation", "normal"),
+            ("wal", "normal"),
+            ("wal", "init"),
+        ]:
+            total, tracked = csv_sum(f"{op}_bytes", obj, context)
+            key = f"io_{op}_bytes.{obj.replace(' ', '_')}.{context}"
+            assert found.get(key) == (total if tracked else None), key
     assert "io_read_bytes.wal.init" not in found  # every cell NULL: not tracked, not 0
     assert "io_extend_bytes.wal.normal" not in found
+    assert found["io_read_bytes.wal.normal"] == 0  # tracked and 0: a zero, not absent
 
 
 def test_pg16_op_bytes_rows_and_delta() -> None:
@@ -63,9 +94,12 @@ def test_pg16_op_bytes_rows_and_delta() -> None:
 def test_requests_are_counted_only_where_bytes_are_columns() -> None:
     rows = stat_io.parse(FIXTURE.read_text())
     found = stat_io.requests_by_object_context(rows)
-    # client 1200 + io worker 300 + autovacuum 0
-    assert found["io_reads.relation.bulkread"] == 1500
-    assert found["io_writes.wal.init"] == 4
+    # client backend 6613 + background worker 1588 (the others 0)
+    assert found["io_reads.relation.bulkread"] == 8201
+    assert csv_sum("reads", "relation", "bulkread") == (8201, 9)  # 9 backend types
+    assert found["io_writes.wal.init"] == 7
+    # reads combined up to io_combine_limit: more than one 8 kB block per request
+    assert 192307200 / 8201 > 8192
     assert "io_reads.wal.init" not in found  # NULL count
     pg16 = "backend_type,object,context,reads,op_bytes\nclient backend,relation,normal,10,8192\n"
     assert stat_io.requests_by_object_context(stat_io.parse(pg16)) == {}  # blocks, not requests
