@@ -26,7 +26,7 @@ from blocklab.analysis import stationarity
 from blocklab.analysis.round_table import ROUND_FIELDS, round_rows
 from blocklab.economics import device_store
 from blocklab.errors import UserError
-from blocklab.report import csvout, data, devices, manifest, parallel
+from blocklab.report import csvout, data, devices, io_contexts, manifest, parallel
 from blocklab.report.data import ExperimentView, RunView, VariantView
 from blocklab.report.headline import experiment_answer
 from blocklab.report.pagedata import (
@@ -426,6 +426,7 @@ def write_runs_lists(
         has_queries=has_queries,
         stationarity_rule=stationarity.RULE,
         data=experiment_json(exp),
+        io=io_contexts.io_table(exp.variants),
     )
     for n, groups in enumerate(pages if paged else [], 1):
         w.page(

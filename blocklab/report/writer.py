@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from blocklab import __version__
+from blocklab import __version__, units
 from blocklab.report import manifest, shape
 
 MARKER = ".blocklab-site"
@@ -128,6 +128,7 @@ def _environment() -> jinja2.Environment:
     env.filters["vs"] = shape.vs_reference
     env.filters["pval"] = lambda x: "–" if x is None else ("< 0.001" if x < 0.001 else f"{x:.3f}")
     env.filters["tojson"] = _tojson
+    env.filters["bytes"] = lambda x: units.NO_VALUE if x is None else units.fmt_bytes(x)
     return env
 
 
