@@ -5,7 +5,8 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.blocklab-installed
-# `make demo DEMO_ARGS="--rounds 2 --duration 5 --scale 1"`: the demo with other numbers.
+# `make demo DEMO_ARGS="--rounds 2 --cycles 2 --scale 1"`: the demo with other numbers
+# (its runs measure whole checkpoint cycles: --cycles, not --duration, sets their length).
 DEMO_ARGS ?=
 
 # Debian packages: PostgreSQL build dependencies, file-system tools, Debian's

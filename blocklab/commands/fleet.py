@@ -62,6 +62,7 @@ def submit_cmd(
     clients: int | None,
     until_ci: float | None,
     max_rounds: int | None,
+    cycles: int | None,
 ) -> None:
     """Queue FILE's experiment on every host: one job per host and round (--until-ci and
     --max-rounds apply to each host on its own). A [fleet.hosts] table in FILE gives a host
@@ -75,10 +76,12 @@ def submit_cmd(
         scale=scale,
         clients=clients,
         max_rounds=max_rounds,
+        cycles=cycles,
     )
     names = parse_hosts(hosts) if hosts is not None else None
     spec, target = _target(results)
-    exp, overrides = _load_experiment(file, scale=scale, clients=clients, duration=duration)
+    given = {"scale": scale, "clients": clients, "duration": duration, "cycles": cycles}
+    exp, overrides = _load_experiment(file, given)
     names = _fleet_hosts(exp, names)
     n_rounds = rounds or exp.rounds
     sub = _submission(file, exp, overrides, names, n_rounds, until_ci, max_rounds)
@@ -96,15 +99,13 @@ def submit_cmd(
     )
 
 
-def _load_experiment(
-    file: Path, *, scale: int | None, clients: int | None, duration: int | None
-) -> tuple[Experiment, dict[str, int]]:
-    """FILE's experiment with the options given on the command line, and those options."""
+def _load_experiment(file: Path, given: dict[str, int | None]) -> tuple[Experiment, dict[str, int]]:
+    """FILE's experiment with the options given on the command line (--scale, --clients,
+    --duration, --cycles), and those options."""
     from blocklab.experiment_file import load
 
     if not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
-    given = {"scale": scale, "clients": clients, "duration": duration}
     overrides = {k: v for k, v in given.items() if v is not None}
     return load(file, overrides), overrides
 

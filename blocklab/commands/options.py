@@ -60,10 +60,21 @@ OVERRIDE_HELP = " (with FILE: replaces a fixed matrix value; stored as another e
 
 
 def experiment_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--duration, --scale, --clients (matrix overrides), --until-ci and --max-rounds:
-    what `run` and `fleet submit` take about an experiment besides --rounds."""
+    """--duration, --scale, --clients (matrix overrides), --cycles (the [design]'s whole
+    checkpoint cycles per run), --until-ci and --max-rounds: what `run` and `fleet submit`
+    take about an experiment besides --rounds."""
     options = [
-        click.option("--duration", type=int, help="seconds per run" + OVERRIDE_HELP),
+        click.option(
+            "--duration",
+            type=int,
+            help="seconds per run" + OVERRIDE_HELP + '; not with [design] checkpoint = "cycles"',
+        ),
+        click.option(
+            "--cycles",
+            type=int,
+            help='whole checkpoint cycles per run, with [design] checkpoint = "cycles" '
+            "(the demo's design); stored as another experiment",
+        ),
         click.option("--scale", type=int, help="pgbench scale factor" + OVERRIDE_HELP),
         click.option("--clients", type=int, help="pgbench clients" + OVERRIDE_HELP),
         click.option(
@@ -127,6 +138,7 @@ class RunFlags:
     until_ci: float | None = None
     max_rounds: int | None = None
     time_budget: str | None = None
+    cycles: int | None = None
 
     def check(self) -> float | None:
         """Every flag valid, else a UserError; the time budget in seconds."""
@@ -137,12 +149,13 @@ class RunFlags:
             scale=self.scale,
             clients=self.clients,
             max_rounds=self.max_rounds,
+            cycles=self.cycles,
         )
         return parse_duration_s(self.time_budget, "--time-budget")
 
     def load(self, file: Path | None) -> Experiment:
         """The experiment the flags make of FILE (or the demo), under the name `run`
-        stores it as: other numbers make another experiment ('x-s1-d2')."""
+        stores it as: other numbers make another experiment ('x-s1-d2', 'demo-...-n2')."""
         from blocklab import experiment_file as spec
 
         if file is None:
@@ -151,8 +164,14 @@ class RunFlags:
                 duration_s=self.duration,
                 scale=self.scale,
                 clients=self.clients,
+                cycles=self.cycles,
             )
-        overrides = {"scale": self.scale, "clients": self.clients, "duration": self.duration}
+        overrides = {
+            "scale": self.scale,
+            "clients": self.clients,
+            "duration": self.duration,
+            "cycles": self.cycles,
+        }
         exp = spec.load(file, {k: v for k, v in overrides.items() if v is not None})
         if self.rounds is not None:
             exp = exp.model_copy(update={"rounds": self.rounds})

@@ -16,8 +16,8 @@ from blocklab import experiment_file as spec
 from blocklab.commands.options import RunFlags, results_option, run_options
 from blocklab.console import console
 from blocklab.errors import BlocklabError, UserError
+from blocklab.execution import cycles, preflight
 from blocklab.execution import plan as planning
-from blocklab.execution import preflight
 from blocklab.execution.plan import Plan, format_duration
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths
@@ -90,6 +90,7 @@ def plan_command(
     until_ci: float | None,
     max_rounds: int | None,
     time_budget: str | None,
+    cycles: int | None,
     pilot: int | None,
 ) -> None:
     """Show what `blocklab run FILE` with the same flags would do: variants, builds,
@@ -97,7 +98,7 @@ def plan_command(
     resolve (the noise from stored runs of the experiment it is stored as, or of its
     variants, or from --pilot). Builds and runs nothing without --pilot. Without FILE: the
     demo. --until-ci also prints the rounds and time that precision needs."""
-    flags = RunFlags(rounds, duration, scale, clients, until_ci, max_rounds, time_budget)
+    flags = RunFlags(rounds, duration, scale, clients, until_ci, max_rounds, time_budget, cycles)
     flags.check()
     if pilot is not None and not 2 <= pilot <= 50:
         raise UserError(f"--pilot: rounds between 2 and 50 (got {pilot})")
@@ -230,6 +231,9 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
     console.print("[bold]round 1 order:[/bold] " + " → ".join(p.first_round))
     console.print(p.order_note, highlight=False)
     console.print(p.footprint_line(), highlight=False, markup=False)
+    window = cycles.window_line(exp)
+    if window is not None:
+        console.print(window, highlight=False, markup=False)
     _eta(p, console)
     for host in exp.host_variants:  # [fleet.hosts]: what `fleet submit` gives each host
         shown = ", ".join(v.label or v.variant_id for v in exp.variants_on(host))

@@ -49,11 +49,12 @@ def run_cmd(
     until_ci: float | None,
     max_rounds: int | None,
     time_budget: str | None,
+    cycles: int | None,
     quiet: bool,
     allow_command_settings: bool,
 ) -> None:
     """Run an experiment file, or the built-in demo (4 kB vs 8 kB pages) without one."""
-    flags = RunFlags(rounds, duration, scale, clients, until_ci, max_rounds, time_budget)
+    flags = RunFlags(rounds, duration, scale, clients, until_ci, max_rounds, time_budget, cycles)
     flags.check()
     if file is not None and not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")

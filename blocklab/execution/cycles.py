@@ -122,6 +122,22 @@ def check_experiment(exp: Experiment) -> None:
             )
 
 
+def window_line(exp: Experiment) -> str | None:
+    """For `plan`: what a cycles run measures, and that matrix.duration is not it (None for
+    a design that measures a duration)."""
+    rd = exp.run_design
+    if rd.checkpoint != "cycles":
+        return None
+    timeouts = sorted({checkpoint_timeout_s(dict(v.settings)) for v in exp.variants()})
+    durations = sorted({v.workload.duration_s for v in exp.variants()})
+    return (
+        f"measured window: {rd.cycles} whole checkpoint cycle{'' if rd.cycles == 1 else 's'} "
+        f"per run (checkpoint_timeout {' / '.join(f'{t:g} s' for t in timeouts)}; --cycles N "
+        f"changes it); matrix.duration ({' / '.join(f'{d} s' for d in durations)}) is not "
+        "the measured window"
+    )
+
+
 # -- cycle boundaries (pure, on parsed checkpoints) ----------------------------------------
 
 

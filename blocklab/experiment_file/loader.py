@@ -45,7 +45,9 @@ EXPERIMENT_KEYS = (
     "allow_commands",
 )
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-OVERRIDABLE = {"scale": "s", "clients": "c", "duration": "d"}  # matrix key -> name suffix
+# what the command line overrides -> the suffix it adds to the experiment's name
+OVERRIDABLE = {"scale": "s", "clients": "c", "duration": "d", "cycles": "n"}
+DESIGN_OVERRIDES = ("cycles",)  # [design] keys; the others are [matrix] keys
 DEMO = "demo.toml"  # packaged beside this module
 
 
@@ -69,11 +71,14 @@ def demo(
     duration_s: int | None = None,
     scale: int | None = None,
     clients: int | None = None,
+    cycles: int | None = None,
 ) -> Experiment:
-    """The built-in experiment (blocklab/spec/demo.toml): PostgreSQL 18, 4 kB vs 8 kB data
-    pages. The numbers change it as --rounds/--duration/--scale/--clients change a file."""
+    """The built-in experiment (blocklab/experiment_file/demo.toml): PostgreSQL 18, 4 kB vs
+    8 kB data pages, one whole checkpoint cycle per run. The numbers change it as --rounds/
+    --cycles/--scale/--clients change a file (`duration_s` is refused: the cycles set the
+    window)."""
     text = resources.files("blocklab.experiment_file").joinpath(DEMO).read_text()
-    given = {"scale": scale, "clients": clients, "duration": duration_s}
+    given = {"scale": scale, "clients": clients, "duration": duration_s, "cycles": cycles}
     overrides = {k: v for k, v in given.items() if v is not None}
     exp = _from_text(text, Path(DEMO), None, overrides)
     return exp if rounds is None else exp.model_copy(update={"rounds": rounds})
@@ -102,11 +107,15 @@ def overridden_name(name: str, overrides: Mapping[str, int | None]) -> str:
 
 def _overridden(data: dict[str, Any], overrides: Mapping[str, int], path: Path) -> dict[str, Any]:
     """A copy of the file's data with fixed matrix values replaced (a varying one is an
-    error: an override must not collapse a dimension the experiment compares)."""
+    error: an override must not collapse a dimension the experiment compares) and the
+    [design] keys the command line sets (--cycles)."""
     values = dict(table(data.get("matrix", {}), "matrix"))
+    design = _design_overridden(data, overrides)
     for key, value in overrides.items():
         if key not in OVERRIDABLE:
             raise UserError(f"--{key}: not an override; allowed: {', '.join(OVERRIDABLE)}")
+        if key in DESIGN_OVERRIDES:
+            continue
         current = values.get(key)
         if isinstance(current, list) and len(current) > 1:
             raise UserError(
@@ -117,7 +126,45 @@ def _overridden(data: dict[str, Any], overrides: Mapping[str, int], path: Path) 
     head = dict(table(data.get("experiment", {}), "experiment"))
     if isinstance(head.get("name"), str):
         head["name"] = overridden_name(head["name"], overrides)
-    return {**data, "experiment": head, "matrix": values}
+    out = {**data, "experiment": head, "matrix": values}
+    return out if design is None else {**out, "design": design}
+
+
+def _design_overridden(data: dict[str, Any], overrides: Mapping[str, int]) -> dict[str, Any] | None:
+    """The [design] table with --cycles applied (None without it). A design that measures
+    whole checkpoint cycles refuses --duration: the cycles set its window, not a duration;
+    any other design refuses --cycles."""
+    design = dict(table(data.get("design", {}), "design"))
+    checkpoint = design.get("checkpoint", "free")
+    if checkpoint == "cycles" and "duration" in overrides:
+        n = design.get("cycles", run_design.DEFAULT_CYCLES)
+        raise UserError(
+            f'--duration: this experiment\'s [design] checkpoint = "cycles" measures whole '
+            f"checkpoint cycles: each run's window is {n} whole checkpoint cycle"
+            f"{'' if n == 1 else 's'} of checkpoint_timeout {_timeout_text(data)}, not a "
+            "duration; use --cycles N for a longer window (N cycles per run, 1.."
+            f"{run_design.MAX_CYCLES}), or change matrix.settings.checkpoint_timeout in the file"
+        )
+    if "cycles" not in overrides:
+        return None
+    if checkpoint != "cycles":
+        raise UserError(
+            f'--cycles: only for [design] checkpoint = "cycles"; this experiment\'s '
+            f"checkpoint is {checkpoint!r} (its window is set by --duration)"
+        )
+    n = overrides["cycles"]
+    if not 1 <= n <= run_design.MAX_CYCLES:
+        raise UserError(f"--cycles: whole cycles per run, 1..{run_design.MAX_CYCLES} (got {n})")
+    return {**design, "cycles": n}
+
+
+def _timeout_text(data: dict[str, Any]) -> str:
+    """matrix.settings.checkpoint_timeout as the file writes it, for messages."""
+    settings_table = data.get("matrix", {}).get("settings", {})
+    value = settings_table.get("checkpoint_timeout") if isinstance(settings_table, dict) else None
+    if value is None:
+        return "5min (PostgreSQL's default)"
+    return " / ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def from_dict(data: dict[str, Any], *, base: Path, source: str | None = None) -> Experiment:
