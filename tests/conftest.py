@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import prebuild
 import pytest
 from pg_results import pg_server, pg_uri, store  # noqa: F401 - fixtures shared by the store, fleet and summary tests
 
@@ -90,3 +91,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             asked |= {v for v in callspec.params.values() if isinstance(v, str)}
         if BUILD_FIXTURES & asked:
             item.add_marker(pytest.mark.build)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def builds_in_background(paths: Paths, request: pytest.FixtureRequest) -> Iterator[None]:
+    """The session's builds, made in the background while the tests run (tests/prebuild.py),
+    when any selected test needs a build. BLOCKLAB_TEST_PREBUILD=0 turns it off."""
+    selected = request.session.items
+    if os.environ.get("BLOCKLAB_TEST_PREBUILD", "1") == "0" or not any(
+        item.get_closest_marker("build") for item in selected
+    ):
+        yield
+        return
+    with prebuild.in_background(prebuild.PREBUILT, paths.cache / "logs" / "prebuild.log"):
+        yield

@@ -1,8 +1,9 @@
 """The README's first command, `make demo`, run from the repository root as a user runs it
 (with small numbers through DEMO_ARGS): PostgreSQL builds under make, the runs, the summary.
 
-The demo's 8 kB build is the session's cached one; its 4 kB page / 8 kB WAL build is made
-by the demo itself, so on an empty cache (CI) it is a build under the real `make demo`."""
+Both of the demo's builds are the session's cached ones (tests/prebuild.py makes them in the
+background on CI's empty cache, under the parent make's variables like every test build:
+what once broke a build started from `make demo`)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,65 @@
+"""The session's PostgreSQL builds, made one after another in a background process while
+the tests run.
+
+On a cold cache (every CI run) the six builds the tests ask for took about 18 of CI's
+55 minutes, each made when its first test asked for it, while nothing else ran. Most
+of the tests before and between those are waiting on servers, checkpoints and timers,
+not on the two cores: the builds fit into that time. The background process is
+`blocklab build` itself, under the parent make's variables like every test build; a
+test that needs a build still calls ensure_build, which waits on the build's lock when
+the background process is making it and finds it cached after. A build the background
+process never reached (or that failed) is made by the test that asks, as before, and
+fails there with its log.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+# (page kB, WAL block kB), in the order the test tree first asks for them: tests/execution
+# (8/8, 4/4), tests/fleet (4/8, the demo's), tests/project's examples (8/4: seed004 and
+# wal-block-clients; 2/8: page-size; 16/8: seed002).
+PREBUILT: tuple[tuple[int, int], ...] = ((8, 8), (4, 4), (4, 8), (8, 4), (2, 8), (16, 8))
+STOP_GRACE_S = 30.0  # an ended build leaves a half-made prefix: ensure_build removes it
+
+
+def build_argv(block_size_kb: int, wal_block_size_kb: int) -> list[str]:
+    return [
+        sys.executable, "-m", "blocklab.cli", "build", "--pg", "18",
+        "--block-size", str(block_size_kb), "--wal-block-size", str(wal_block_size_kb),
+    ]  # fmt: skip
+
+
+def script(geometries: Sequence[tuple[int, int]]) -> str:
+    """One shell line per build; a failed build does not stop the ones after it."""
+    lines = [" ".join(build_argv(*g)) + " || true" for g in geometries]
+    return "\n".join(["set -u", *lines])
+
+
+@contextmanager
+def in_background(geometries: Sequence[tuple[int, int]], log_path: Path) -> Iterator[int]:
+    """Start the builds; at exit, end whatever is still building (its process group, by
+    the PID this started) and wait for it. Yields the PID."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        child = subprocess.Popen(
+            ["bash", "-c", script(geometries)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=dict(os.environ), start_new_session=True,
+        )  # fmt: skip
+    try:
+        yield child.pid
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGTERM)
+            try:
+                child.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()

@@ -1,0 +1,32 @@
+"""The background builds of the test session (tests/prebuild.py): what it runs, and that
+it ends what it started, by the PID it started, when the session ends early."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import prebuild
+import pytest
+
+
+def test_every_geometry_is_one_blocklab_build_and_a_failure_does_not_stop_the_rest() -> None:
+    lines = prebuild.script(((8, 8), (2, 8))).splitlines()
+    assert lines[0] == "set -u"
+    assert lines[1].endswith("blocklab.cli build --pg 18 --block-size 8 --wal-block-size 8 || true")
+    assert lines[2].endswith("blocklab.cli build --pg 18 --block-size 2 --wal-block-size 8 || true")
+    assert len(set(prebuild.PREBUILT)) == len(prebuild.PREBUILT) == 6
+
+
+def test_what_is_still_building_at_the_end_is_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(prebuild, "script", lambda _g: "sleep 300 & wait")
+    log = tmp_path / "logs" / "prebuild.log"
+    with prebuild.in_background([(8, 8)], log) as pid:
+        time.sleep(0.2)
+        os.kill(pid, 0)  # running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert log.is_file()
