@@ -1,15 +1,29 @@
-"""CI half-width per minute of each design, on the demo's comparison, interleaved.
+"""Per design, interleaved on the demo: CI half-width per minute, A/A, carry-over, drift.
 
-The demo (blocklab.experiment_file.demo: PG 18, 4 kB vs 8 kB data pages, 8 kB WAL blocks, pgbench
-simple-update -M prepared) runs under each design of blocklab.execution.designs: paired (one run
-per variant per round), short-runs (runs half as long, twice the rounds), abba (A B B A)
-and aa-control (the 8 kB reference twice per round). The designs share one Lab (builds,
-datasets, servers) and take turns round by round: the next round always goes to the
-design that has measured least so far, so each gets the same wall-clock share of the
-same machine state. Each design's tps comparison is analysed as the design prescribes
-(blocklab.analysis.designs.analyse); the table gives the 95 % CI half-width reached, and the
-half-width that 20 minutes would give, scaled by sqrt(minutes / 20) (the half-width
-falls as 1 / sqrt(rounds)), so designs can be compared per minute.
+The demo (blocklab.experiment_file.demo: PG 18, 4 kB vs 8 kB data pages, 8 kB WAL blocks,
+pgbench simple-update -M prepared, checkpoint_timeout 30 s) runs under each design of
+blocklab.execution.designs with a fixed measured window (--duration s after the run's
+CHECKPOINT): paired (one run per variant per round), short-runs (runs half as long, twice
+the rounds), abba (A B B A) and aa-control (the 8 kB reference twice per round); and as the
+demo itself runs: abba-cycles (A B B A, each run measuring whole checkpoint cycles,
+[design] checkpoint = "cycles", blocklab.execution.cycles). The arms share one Lab (builds,
+datasets, servers) and take turns round by round: the next round always goes to the arm
+that has measured least so far, so each gets the same wall-clock share of the same machine
+state. Each arm's tps comparison is analysed as its design prescribes
+(blocklab.analysis.designs.analyse). Per arm the table (bench/precision_table.py) gives:
+
+- the 95 % CI half-width reached, and the half-width 20 minutes would give, scaled by
+  sqrt(minutes / 20) (the half-width falls as 1 / sqrt(rounds)), so arms compare per minute;
+- the A/A ratio with its 95 % CI: aa-control's reference copy 1 / copy 0; '–' for the
+  others (abba's two reference copies are not an A/A: copy 1 always runs in the round's
+  second half, so their ratio is the drift within a round);
+- the carry-over ratio with its 95 % CI: runs right after a switch of variant / runs right
+  after a repeat, paired by round (blocklab.analysis.carryover, from each run's position in
+  its round); '–' where no variant follows itself (paired, short-runs);
+- the share of runs flagged non-stationary: a judged per-second series (tps, WAL bytes/s,
+  full-page images/s) drifted inside the measured window (blocklab.analysis.stationarity);
+  '–' for whole checkpoint cycles, which are not judged for drift (their storm and decay
+  are what they measure: blocklab.analysis.summary.measures_whole_cycles).
 
     .venv/bin/python bench/bench_precision.py [--budget-min 20] [--duration 20] [--scale 10]
 """
@@ -17,58 +31,91 @@ falls as 1 / sqrt(rounds)), so designs can be compared per minute.
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from precision_table import ArmRuns, arm_row, run_drifted, table
 from scratch_home import scratch_home
 
-from blocklab.analysis import designs as analysis_designs
-from blocklab.analysis import precision
-from blocklab.analysis.stats import Comparison
+from blocklab.analysis.carryover import PositionRun
 from blocklab.execution import orders
+from blocklab.execution.controls import RunControls
 from blocklab.execution.lab import Lab
 from blocklab.experiment_file import demo
 from blocklab.experiment_file import design as designs
-from blocklab.experiment_file.design import SHORT_RUNS
-from blocklab.model import Variant
+from blocklab.experiment_file.design import ABBA, SHORT_RUNS
+from blocklab.model import BuildRequest, Variant
 
-TWENTY_MIN_S = 20 * 60
+CYCLES_ARM = "abba-cycles"
 
 
 @dataclass
 class Arm:
-    """One design's share of the run: its rounds, its time, its values."""
+    """One arm's share of the run: its rounds, its time, what its runs gave."""
 
+    name: str
     design: str
-    variants: dict[str, Variant]  # variant_id -> the variant this design runs
+    variants: dict[str, Variant]  # variant_id -> the variant this arm runs
     reference: str
+    controls: RunControls
+    whole_cycles: bool = False
     seconds: float = 0.0
     rounds: int = 0
     failed: int = 0
     values: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    positions: list[PositionRun] = field(default_factory=list)  # every run, in round order
+    drifted: list[bool | None] = field(default_factory=list)  # per successful run
+
+    def collected(self) -> ArmRuns:
+        return ArmRuns(
+            name=self.name,
+            design=self.design,
+            reference=self.reference,
+            values=self.values,
+            seconds=self.seconds,
+            rounds=self.rounds,
+            positions=self.positions,
+            drifted=self.drifted,
+            whole_cycles=self.whole_cycles,
+        )
 
 
 def make_arms(duration_s: int, scale: int) -> list[Arm]:
-    exp = demo(duration_s=duration_s, scale=scale)
+    """The fixed-window arms (one per design, --duration s) and the demo's own arm."""
+    exp = demo(scale=scale)
     variants = exp.variants()
-    ref = exp.reference_for(variants[0])
+    ref_build = exp.variant(exp.reference_for(variants[0])).build
     arms = []
     for design in designs.DESIGNS:
-        if design == SHORT_RUNS:
-            short_s, _ = designs.short_runs_plan(duration_s, 1)
-            vs = [_with_duration(v, max(1, round(short_s))) for v in variants]
-        else:
-            vs = list(variants)
-        by_id = {v.variant_id: v for v in vs}
-        ref_id = next(v.variant_id for v in vs if v.build == exp.variant(ref).build)
-        arms.append(Arm(design, by_id, ref_id, values={vid: {} for vid in by_id}))
+        short_s = designs.short_runs_plan(duration_s, 1)[0] if design == SHORT_RUNS else None
+        seconds = duration_s if short_s is None else max(1, round(short_s))
+        vs = [_with_duration(v, seconds) for v in variants]
+        arms.append(_arm(design, design, vs, ref_build, RunControls()))
+    cycles = RunControls.from_design(exp.run_design)
+    arms.append(_arm(CYCLES_ARM, ABBA, list(variants), ref_build, cycles, whole_cycles=True))
     return arms
 
 
+def _arm(
+    name: str,
+    design: str,
+    vs: list[Variant],
+    ref_build: BuildRequest,
+    controls: RunControls,
+    *,
+    whole_cycles: bool = False,
+) -> Arm:
+    by_id = {v.variant_id: v for v in vs}
+    ref_id = next(v.variant_id for v in vs if v.build == ref_build)
+    values: dict[str, dict[int, list[float]]] = {vid: {} for vid in by_id}
+    return Arm(name, design, by_id, ref_id, controls, whole_cycles, values=values)
+
+
 def _with_duration(v: Variant, duration_s: int) -> Variant:
+    if v.workload.duration_s == duration_s:
+        return v
     workload = v.workload.model_copy(update={"duration_s": duration_s})
     return v.model_copy(update={"workload": workload, "label": f"{v.label} {duration_s}s"})
 
@@ -80,22 +127,26 @@ def run_round(lab: Lab, arm: Arm, seed: int, raw: Path) -> None:
         arm.design, list(arm.variants), reference=arm.reference, seed=seed, round_no=r
     )
     got: dict[tuple[str, int], float] = {}
+    lab.controls = arm.controls
     t0 = time.monotonic()
     for position, slot in enumerate(slots):
         v = arm.variants[slot.variant_id]
         rec = lab.run(
             v,
-            experiment=f"bench-precision-{arm.design}",
+            experiment=f"bench-precision-{arm.name}",
             round_no=r,
             position=position,
-            raw_dir=raw / arm.design / f"r{r:03d}-{position}-{slot.variant_id}",
+            raw_dir=raw / arm.name / f"r{r:03d}-{position}-{slot.variant_id}",
         )
-        if rec.status != "ok" or rec.tps is None:
+        ok = rec.status == "ok" and rec.tps is not None
+        arm.positions.append(PositionRun(r, position, slot.variant_id, rec.tps if ok else None))
+        if not ok or rec.tps is None:
             arm.failed += 1
-            print(f"  {arm.design} r{r} {v.label}: FAILED {rec.reason[:200]}", flush=True)
+            print(f"  {arm.name} r{r} {v.label}: FAILED {rec.reason[:200]}", flush=True)
             continue
         got[(slot.variant_id, slot.copy)] = rec.tps
-        print(f"  {arm.design} r{r} #{position} {v.label} copy {slot.copy}: {rec.tps:.0f} tps")
+        arm.drifted.append(run_drifted(rec.series))
+        print(f"  {arm.name} r{r} #{position} {v.label} copy {slot.copy}: {rec.tps:.0f} tps")
     arm.seconds += time.monotonic() - t0
     for vid in arm.variants:
         copies = [got[(vid, c)] for c in (0, 1) if (vid, c) in got]
@@ -104,72 +155,19 @@ def run_round(lab: Lab, arm: Arm, seed: int, raw: Path) -> None:
 
 
 def report(arms: list[Arm]) -> None:
-    print(
-        f"\n{'design':12} {'rounds':>6} {'runs':>5} {'min':>5}  {'4k vs 8k tps':>14}  "
-        f"{'CI +-%':>7}  {'at 20 min':>9}  {'model 20':>8}  {'noise %':>7}  "
-        f"{'A/A (95 % CI)':>22}"
-    )
-    for arm in arms:
-        result = analysis_designs.analyse(arm.design, arm.values, reference=arm.reference)
-        (c,) = result.comparisons.values()
-        minutes = arm.seconds / 60
-        width = c.ci_half_width_pct
-        at20 = None if width is None else width * math.sqrt(arm.seconds / TWENTY_MIN_S)
-        ratios = [_log_ratios(arm, vid) for vid in arm.variants if vid != arm.reference]
-        noise = precision.noise_from_rounds(ratios)
-        runs = sum(len(xs) for rounds in arm.values.values() for xs in rounds.values())
-        aa = "" if result.aa is None else _ci_text(result.aa)
-        sigma_pct = None if noise is None else noise.sigma_pct
-        model20 = None if noise is None else _model_at_20_min(noise.sigma_log, arm)
-        print(
-            f"{arm.design:12} {c.n_pairs:>6} {runs:>5} {minutes:>5.1f}  {_pct(c.gain_pct):>14}  "
-            f"{_num(width):>7}  {_num(at20):>9}  {_num(model20):>8}  {_num(sigma_pct):>7}  "
-            f"{aa:>22}"
-        )
-    print(
-        "\n'at 20 min' scales each design's half-width to 20 minutes of its own measuring "
-        "(x sqrt(min / 20));\n'model 20' is blocklab.analysis.precision's expected half-width for "
-        "the "
-        "rounds of this design that fit in 20 min, at the noise it showed;\nnoise % is the "
-        "stdev of its per-round log ratios; the A/A CI should contain 1."
-    )
-
-
-def _model_at_20_min(sigma_log: float, arm: Arm) -> float | None:
-    if not arm.rounds:
-        return None
-    rounds = int(TWENTY_MIN_S // (arm.seconds / arm.rounds))
-    if rounds < precision.MIN_ROUNDS:
-        return None
-    return precision.expected_ci_half_width_pct(sigma_log, rounds)
-
-
-def _log_ratios(arm: Arm, vid: str) -> list[float]:
-    geo = {
-        v: {r: math.exp(sum(map(math.log, xs)) / len(xs)) for r, xs in rounds.items()}
-        for v, rounds in arm.values.items()
-    }
-    return precision.log_ratios(geo[arm.reference], geo[vid])
-
-
-def _ci_text(c: Comparison) -> str:
-    if c.ci95_low is None or c.ci95_high is None:
-        return "n/a"
-    return f"{c.ci95_low:.3f} .. {c.ci95_high:.3f}"
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:+.1f} %"
-
-
-def _num(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
+    print()
+    print(table(arm_row(arm.collected()) for arm in arms))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--budget-min", type=float, default=20.0, help="wall clock for all designs")
-    ap.add_argument("--duration", type=int, default=20, help="seconds per run (short-runs: half)")
+    ap.add_argument("--budget-min", type=float, default=20.0, help="wall clock for all arms")
+    ap.add_argument(
+        "--duration",
+        type=int,
+        default=20,
+        help="seconds per fixed-window run (short-runs: half; abba-cycles: whole cycles)",
+    )
     ap.add_argument("--scale", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -177,7 +175,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     references = {vid: arm.variants[arm.reference] for arm in arms for vid in arm.variants}
     with scratch_home("bench-precision-") as (paths, state):
-        print(f"home {paths.home}; budget {args.budget_min:g} min, {len(arms)} designs", flush=True)
+        print(f"home {paths.home}; budget {args.budget_min:g} min, {len(arms)} arms", flush=True)
         log = lambda m: print(f"  {m}", flush=True)  # noqa: E731
         with Lab(paths, state, log=log, references=references) as lab:
             for arm in arms:
