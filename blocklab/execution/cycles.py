@@ -114,7 +114,7 @@ def check_experiment(exp: Experiment) -> None:
         timeout_s = checkpoint_timeout_s(dict(v.settings))
         if not MIN_CHECKPOINT_TIMEOUT_S <= timeout_s <= limit_s:
             raise UserError(
-                f"matrix.settings.checkpoint_timeout: {timeout_s:g} s with design.cycles = "
+                f"matrix.settings.checkpoint_timeout: {timeout_s:g} s with design.cycles (--cycles) = "
                 f"{rd.cycles} makes a run of {(rd.cycles + 1) * timeout_s:g} s (a lead-in to "
                 f"the next checkpoint and {rd.cycles} cycles); allowed: "
                 f"{MIN_CHECKPOINT_TIMEOUT_S}s..{int(limit_s)}s (PostgreSQL's minimum is "

@@ -90,7 +90,7 @@ def test_plan_refuses_a_run_over_an_hour(
     f = _file(tmp_path, '[design]\ncheckpoint = "cycles"\n', 'checkpoint_timeout = "30min"\n')
     assert main(["plan", str(f)]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "matrix.settings.checkpoint_timeout: 1800 s with design.cycles = 2" in err
+    assert "matrix.settings.checkpoint_timeout: 1800 s with design.cycles (--cycles) = 2" in err
     assert "allowed: 30s..1200s (PostgreSQL's minimum is 30 s" in err
 
 
@@ -99,7 +99,7 @@ def test_plan_refuses_the_default_timeout_with_many_cycles(
 ) -> None:
     f = _file(tmp_path, '[design]\ncheckpoint = "cycles"\ncycles = 12\n')
     assert main(["plan", str(f)]) == 2
-    assert "300 s with design.cycles = 12" in capsys.readouterr().err
+    assert "300 s with design.cycles (--cycles) = 12" in capsys.readouterr().err
 
 
 def test_plan_accepts_the_minimum_timeout(
