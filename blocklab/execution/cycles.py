@@ -114,9 +114,9 @@ def check_experiment(exp: Experiment) -> None:
         timeout_s = checkpoint_timeout_s(dict(v.settings))
         if not MIN_CHECKPOINT_TIMEOUT_S <= timeout_s <= limit_s:
             raise UserError(
-                f"matrix.settings.checkpoint_timeout: {timeout_s:g} s with design.cycles (--cycles) = "
-                f"{rd.cycles} makes a run of {(rd.cycles + 1) * timeout_s:g} s (a lead-in to "
-                f"the next checkpoint and {rd.cycles} cycles); allowed: "
+                f"matrix.settings.checkpoint_timeout: {timeout_s:g} s with design.cycles "
+                f"(--cycles) = {rd.cycles} makes a run of {(rd.cycles + 1) * timeout_s:g} s "
+                f"(a lead-in to the next checkpoint and {rd.cycles} cycles); allowed: "
                 f"{MIN_CHECKPOINT_TIMEOUT_S}s..{int(limit_s)}s (PostgreSQL's minimum is "
                 f"{MIN_CHECKPOINT_TIMEOUT_S} s; a run may last at most {MAX_RUN_S // 60} min)"
             )

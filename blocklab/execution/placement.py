@@ -258,7 +258,9 @@ class CpuLog:
     Field 39 is the CPU a thread *last* ran on: for a thread asleep since before the
     placement it is stale. So a CPU is logged only when the thread's context switches grew
     since the previous sample, i.e. it ran (and left the CPU) in between; the first sample
-    of a thread is the baseline."""
+    of a thread is the baseline. A process whose name changes has exec()ed (taskset into
+    the driver): it is logged under the new name, and only the CPUs the new program ran
+    on count (taskset ran where it was started, before it placed itself)."""
 
     seen: dict[int, set[int]] = field(default_factory=dict)
     allowed: dict[int, tuple[int, ...]] = field(default_factory=dict)
@@ -274,7 +276,11 @@ class CpuLog:
                 before = self._switches.get(tid)
                 self._switches[tid] = o.switches
                 self.allowed[pid] = o.allowed
-                self.names.setdefault(pid, o.name)
+                if tid == pid and self.names.get(pid, o.name) != o.name:  # exec()ed
+                    self.seen.pop(pid, None)
+                    before = None  # the new program's first sample is its baseline
+                if tid == pid or pid not in self.names:
+                    self.names[pid] = o.name
                 if before is not None and o.switches > before:
                     self.seen.setdefault(pid, set()).add(o.last_cpu)
 
