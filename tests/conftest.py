@@ -83,7 +83,8 @@ BUILD_FIXTURES = {"pg18_4k", "pg18_8k", "pg18_demo_4k"}
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that asks for a real build (directly or through another fixture) is a
-    `build` test, marked or not: `make check` (-m "not build") never compiles PostgreSQL."""
+    `build` test, marked or not: `make check` (-m "not build") never compiles PostgreSQL.
+    Build tests run last."""
     for item in items:
         asked = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
@@ -91,6 +92,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             asked |= {v for v in callspec.params.values() if isinstance(v, str)}
         if BUILD_FIXTURES & asked:
             item.add_marker(pytest.mark.build)
+    # The tests that need no build first (stable: each group keeps its order): on a cold
+    # cache they run while tests/prebuild.py makes the first builds in the background.
+    items.sort(key=lambda item: item.get_closest_marker("build") is not None)
 
 
 @pytest.fixture(scope="session", autouse=True)
