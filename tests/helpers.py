@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -165,3 +167,15 @@ def postgres_running_in(data_dir: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def blocklab_in_home(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """`blocklab ARGS` as a user runs it, with BLOCKLAB_HOME=home and a plain PATH."""
+    env = {"BLOCKLAB_HOME": str(home), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
+    return subprocess.run(
+        [sys.executable, "-m", "blocklab.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )

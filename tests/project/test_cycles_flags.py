@@ -5,11 +5,10 @@ design that measures a duration."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import blocklab_in_home as _blocklab
 
 from blocklab import experiment_file as spec
 from blocklab.cli import main
@@ -19,17 +18,6 @@ from blocklab.paths import Paths
 from blocklab.state import State
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
-
-
-def _blocklab(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {"BLOCKLAB_HOME": str(home), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
-    return subprocess.run(
-        [sys.executable, "-m", "blocklab.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 def _nothing_created(home: Path, results: Path) -> None:

@@ -4,27 +4,15 @@ the flag or key and the allowed values, and nothing started or written."""
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import blocklab_in_home as _blocklab
 
 from blocklab.paths import Paths
 from blocklab.state import State
 
 BAD_SPECS = Path(__file__).parents[1] / "bad_specs"
-
-
-def _blocklab(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {"BLOCKLAB_HOME": str(home), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
-    return subprocess.run(
-        [sys.executable, "-m", "blocklab.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 @pytest.mark.parametrize(
