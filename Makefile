@@ -79,8 +79,12 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
+# Two workers: one runs the tests in order, the other the long ones marked `alongside`
+# (tests/conftest.py); TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+
 pytest: setup
-	$(VENV)/bin/pytest -ra --durations=25 $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test: setup lint typecheck pytest
 

@@ -81,10 +81,20 @@ def pg15_system():  # type: ignore[no-untyped-def]
 BUILD_FIXTURES = {"pg18_4k", "pg18_8k", "pg18_demo_4k"}
 
 
+# The worker that runs the serial group (tests/prebuild.py runs there only, once per session).
+SERIAL_WORKER = "gw0"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist adds the group to each test's id
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that asks for a real build (directly or through another fixture) is a
     `build` test, marked or not: `make check` (-m "not build") never compiles PostgreSQL.
-    Build tests run last."""
+
+    Under pytest-xdist (`make test`: -n 2 --dist loadgroup) every test runs in one group, in
+    order on one worker, except the long tests marked `alongside(minutes)`: they wait on the
+    clock, keep to their own BLOCKLAB_HOME and look at nothing host-wide, so the second
+    worker runs them beside the group, longest first. In the group, the tests that need no
+    build come first: on a cold cache they run while the first builds are made."""
     for item in items:
         asked = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
@@ -92,18 +102,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             asked |= {v for v in callspec.params.values() if isinstance(v, str)}
         if BUILD_FIXTURES & asked:
             item.add_marker(pytest.mark.build)
-    # The tests that need no build first (stable: each group keeps its order): on a cold
-    # cache they run while tests/prebuild.py makes the first builds in the background.
-    items.sort(key=lambda item: item.get_closest_marker("build") is not None)
+        if item.get_closest_marker("alongside") is None:
+            item.add_marker(pytest.mark.xdist_group("serial"))
+    items.sort(key=_run_order)
+
+
+def _run_order(item: pytest.Item) -> tuple[int, float, bool]:
+    """Alongside tests first, longest first; then the group, tests without a build first."""
+    alongside = item.get_closest_marker("alongside")
+    if alongside is not None:
+        return (0, -float(alongside.args[0]), False)
+    return (1, 0.0, item.get_closest_marker("build") is not None)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def builds_in_background(paths: Paths, request: pytest.FixtureRequest) -> Iterator[None]:
     """The session's builds, made in the background while the tests run (tests/prebuild.py),
-    when any selected test needs a build. BLOCKLAB_TEST_PREBUILD=0 turns it off."""
-    selected = request.session.items
-    if os.environ.get("BLOCKLAB_TEST_PREBUILD", "1") == "0" or not any(
-        item.get_closest_marker("build") for item in selected
+    when any selected test needs a build, by one worker only. BLOCKLAB_TEST_PREBUILD=0 turns
+    it off."""
+    selected = request.session.items  # under xdist: the whole collection, on every worker
+    if (
+        os.environ.get("BLOCKLAB_TEST_PREBUILD", "1") == "0"
+        or os.environ.get("PYTEST_XDIST_WORKER", SERIAL_WORKER) != SERIAL_WORKER
+        or not any(item.get_closest_marker("build") for item in selected)
     ):
         yield
         return

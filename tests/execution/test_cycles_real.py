@@ -14,7 +14,7 @@ import pytest
 
 from blocklab.paths import Paths, ensure_dir
 
-pytestmark = [pytest.mark.build, pytest.mark.root]
+pytestmark = [pytest.mark.build, pytest.mark.root, pytest.mark.alongside(2)]
 
 EXPERIMENT = """
 [experiment]

@@ -72,6 +72,7 @@ def _rows(results: Path) -> list[sqlite3.Row]:
         return list(c.execute("SELECT * FROM runs ORDER BY round, position"))
 
 
+@pytest.mark.alongside(4)
 def test_abba_round_with_placement_stores_copies_and_the_cpus(
     paths: Paths,
     pg18_4k,
@@ -137,6 +138,7 @@ def test_abba_round_with_placement_stores_copies_and_the_cpus(
     assert "±2 % needs" in text
 
 
+@pytest.mark.alongside(2)
 def test_aa_control_reports_the_noise_floor(paths: Paths, pg18_4k, pg18_8k) -> None:  # type: ignore[no-untyped-def]
     f = _file(paths, "aa-real", rounds=2, kind="aa-control", placement="")
     results = paths.home / "results-aa"
@@ -180,6 +182,7 @@ def test_placement_that_cannot_be_applied_is_reported(paths: Paths, pg18_4k) -> 
     assert "taskset" not in rec.command
 
 
+@pytest.mark.alongside(1.5)
 def test_plan_pilot_measures_the_noise_and_says_what_until_ci_needs(
     paths: Paths, pg18_4k, pg18_8k
 ) -> None:  # type: ignore[no-untyped-def]

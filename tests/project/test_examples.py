@@ -60,6 +60,7 @@ def test_every_example_is_covered() -> None:
 
 @pytest.mark.build
 @pytest.mark.root
+@pytest.mark.alongside(2)
 @pytest.mark.skipif(os.geteuid() != 0, reason="fs-block-size needs loop devices (root)")
 @pytest.mark.parametrize("example", RUN_END_TO_END, ids=[p.stem for p in RUN_END_TO_END])
 def test_example_runs_end_to_end(example: Path, paths: Paths, tmp_path: Path) -> None:

@@ -150,6 +150,7 @@ def test_sysbench_killed_server_is_a_failed_run(lab, tmp_path: Path) -> None:  #
     assert store(tmp_path, v, rec)["row"]["tps"] is None
 
 
+@pytest.mark.alongside(1.5)
 def test_tpcc_one_warehouse_then_a_killed_server(lab, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     the_lab, _ = lab
     v = variant(tmp_path, '{ driver = "tpcc", warehouses = 1, threads = 2 }', fillfactor=75)

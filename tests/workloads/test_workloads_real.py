@@ -70,6 +70,7 @@ def test_sysbench_killed_server_is_a_failure(paths, pg18_8k, tmp_path: Path) -> 
     assert not report.ok and report.tps is None, (code, out[-500:])
 
 
+@pytest.mark.alongside(1.5)
 def test_tpcc_one_warehouse_then_a_killed_server(paths, pg18_8k, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     program = str(tools.locate("tpcc").path)
     with running_cluster(paths, pg18_8k, "tpcc", {}) as c:
