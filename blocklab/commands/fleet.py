@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import click
 
 from blocklab.commands.options import (
+    RunFlags,
     allow_commands_option,
-    check_experiment_numbers,
     experiment_options,
     results_option,
 )
@@ -69,19 +69,19 @@ def submit_cmd(
     the variants its selector matches (and their references); other hosts run them all."""
     from blocklab.fleet.hosts import parse_hosts
 
-    check_experiment_numbers(
-        until_ci,
+    flags = RunFlags(
         rounds=rounds,
         duration=duration,
         scale=scale,
         clients=clients,
+        until_ci=until_ci,
         max_rounds=max_rounds,
         cycles=cycles,
     )
+    flags.check()
     names = parse_hosts(hosts) if hosts is not None else None
     spec, target = _target(results)
-    given = {"scale": scale, "clients": clients, "duration": duration, "cycles": cycles}
-    exp, overrides = _load_experiment(file, given)
+    exp, overrides = _load_experiment(file, flags)
     names = _fleet_hosts(exp, names)
     n_rounds = rounds or exp.rounds
     sub = _submission(file, exp, overrides, names, n_rounds, until_ci, max_rounds)
@@ -99,14 +99,13 @@ def submit_cmd(
     )
 
 
-def _load_experiment(file: Path, given: dict[str, int | None]) -> tuple[Experiment, dict[str, int]]:
-    """FILE's experiment with the options given on the command line (--scale, --clients,
-    --duration, --cycles), and those options."""
+def _load_experiment(file: Path, flags: RunFlags) -> tuple[Experiment, dict[str, int]]:
+    """FILE's experiment with the flags that change it (RunFlags.overrides), and those."""
     from blocklab.experiment_file import load
 
     if not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
-    overrides = {k: v for k, v in given.items() if v is not None}
+    overrides = flags.overrides()
     return load(file, overrides), overrides
 
 

@@ -166,16 +166,21 @@ class RunFlags:
                 clients=self.clients,
                 cycles=self.cycles,
             )
-        overrides = {
+        exp = spec.load(file, self.overrides())
+        if self.rounds is not None:
+            exp = exp.model_copy(update={"rounds": self.rounds})
+        return exp
+
+    def overrides(self) -> dict[str, int]:
+        """The flags that change FILE's experiment (--scale, --clients, --duration,
+        --cycles), those given: what `run` applies and `fleet submit` queues."""
+        given = {
             "scale": self.scale,
             "clients": self.clients,
             "duration": self.duration,
             "cycles": self.cycles,
         }
-        exp = spec.load(file, {k: v for k, v in overrides.items() if v is not None})
-        if self.rounds is not None:
-            exp = exp.model_copy(update={"rounds": self.rounds})
-        return exp
+        return {k: v for k, v in given.items() if v is not None}
 
     def stopping(self, exp: Experiment) -> dict[str, Any]:
         """until_ci_pct, max_rounds, time_budget_s: the flags, else the file's."""

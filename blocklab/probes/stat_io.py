@@ -56,6 +56,12 @@ def _op_bytes(row: Mapping[str, str], op: str) -> float | None:
     return float(cell) if cell else None
 
 
+def per_xact_metric(op: str, obj: str, context: str) -> str:
+    """The per-run metric of bytes per transaction for one operation, object ("temp
+    relation" as "temp_relation") and context: io_{op}_bytes_{object}_{context}_per_xact."""
+    return f"io_{op}_bytes_{obj}_{context}_per_xact"
+
+
 def bytes_by_object_context(rows: Sequence[Mapping[str, str]]) -> dict[str, float]:
     """Bytes read, written and extended per (object, context), summed over backend
     types: keys "io_{op}_bytes.{object}.{context}" (object "temp relation" as
@@ -108,11 +114,13 @@ def run_metrics(
     d = delta(before, after)
     out: Metrics = {}
     for key, value in d.items():
-        if "_bytes." not in key:
+        head, _, where = key.partition(".")
+        if not head.endswith("_bytes"):
             continue
-        name = key.replace(".", "_")
-        out[name] = value
-        out[f"{name}_per_xact"] = value / transactions if transactions > 0 else None
+        obj, _, context = where.partition(".")
+        per_xact = per_xact_metric(head.removeprefix("io_").removesuffix("_bytes"), obj, context)
+        out[per_xact.removesuffix("_per_xact")] = value
+        out[per_xact] = value / transactions if transactions > 0 else None
     return out | _request_sizes(d)
 
 

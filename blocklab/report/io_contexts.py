@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from blocklab.probes import stat_io
 from blocklab.report.data import VariantView
 from blocklab.report.shape import CellStats
 
@@ -38,10 +39,6 @@ class IoTable:
     rows: tuple[IoRow, ...]
 
 
-def metric_key(op: str, obj: str, context: str) -> str:
-    return f"io_{op}_bytes_{obj}_{context}_per_xact"
-
-
 def io_table(variants: Sequence[VariantView]) -> IoTable | None:
     """The rows of every object/context/operation with bytes in some variant (in the
     order of OBJECTS, CONTEXTS, OPS); None when no variant has any io_* per-transaction
@@ -51,7 +48,7 @@ def io_table(variants: Sequence[VariantView]) -> IoTable | None:
     for obj, obj_label in OBJECTS:
         for context in CONTEXTS:
             for op, op_label in OPS:
-                key = metric_key(op, obj, context)
+                key = stat_io.per_xact_metric(op, obj, context)
                 values = tuple(_mean(v.cells.get(key)) for v in variants)
                 tracked = tracked or any(x is not None for x in values)
                 if any(x for x in values):  # some variant moved bytes here
