@@ -6,7 +6,12 @@ blocklab.execution.designs with a fixed measured window (--duration s after the 
 CHECKPOINT): paired (one run per variant per round), short-runs (runs half as long, twice
 the rounds), abba (A B B A) and aa-control (the 8 kB reference twice per round); and as the
 demo itself runs: abba-cycles (A B B A, each run measuring whole checkpoint cycles,
-[design] checkpoint = "cycles", blocklab.execution.cycles). The arms share one Lab (builds,
+[design] checkpoint = "cycles", blocklab.execution.cycles); and interleaved
+(bench/interleave.py): both variants' servers up at once, each on its own storage, the
+driver alternating --slices pgbench slices of --slice-s s per variant between them in a
+Thue-Morse order (A B B A B A A B ...) within every round; a variant's round value is its
+total transactions / total seconds over its slices, compared as paired rounds, and the
+round's restores, starts and stops count in the arm's time. The arms share one Lab (builds,
 datasets, servers) and take turns round by round: the next round always goes to the arm
 that has measured least so far, so each gets the same wall-clock share of the same machine
 state. Each arm's tps comparison is analysed as its design prescribes
@@ -14,18 +19,21 @@ state. Each arm's tps comparison is analysed as its design prescribes
 
 - the 95 % CI half-width reached, and the half-width 20 minutes would give, scaled by
   sqrt(minutes / 20) (the half-width falls as 1 / sqrt(rounds)), so arms compare per minute;
-- the A/A ratio with its 95 % CI: aa-control's reference copy 1 / copy 0; '–' for the
-  others (abba's two reference copies are not an A/A: copy 1 always runs in the round's
-  second half, so their ratio is the drift within a round);
+- the A/A ratio with its 95 % CI: aa-control's reference copy 1 / copy 0; interleaved:
+  its reference's slices split in two balanced halves per round; '–' for the others
+  (abba's two reference copies are not an A/A: copy 1 always runs in the round's second
+  half, so their ratio is the drift within a round);
 - the carry-over ratio with its 95 % CI: runs right after a switch of variant / runs right
   after a repeat, paired by round (blocklab.analysis.carryover, from each run's position in
   its round); '–' where no variant follows itself (paired, short-runs);
 - the share of runs flagged non-stationary: a judged per-second series (tps, WAL bytes/s,
   full-page images/s) drifted inside the measured window (blocklab.analysis.stationarity);
   '–' for whole checkpoint cycles, which are not judged for drift (their storm and decay
-  are what they measure: blocklab.analysis.summary.measures_whole_cycles).
+  are what they measure: blocklab.analysis.summary.measures_whole_cycles); n/a for the
+  interleaved slices (no per-second series).
 
     .venv/bin/python bench/bench_precision.py [--budget-min 20] [--duration 20] [--scale 10]
+        [--arms interleaved,abba] [--slice-s 5] [--slices 12]
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from interleave import INTERLEAVED, InterleavedArm
+from interleave import run_round as run_interleaved_round
 from precision_table import ArmRuns, arm_row, run_drifted, table
 from scratch_home import scratch_home
 
@@ -82,12 +92,16 @@ class Arm:
         )
 
 
-def make_arms(duration_s: int, scale: int) -> list[Arm]:
-    """The fixed-window arms (one per design, --duration s) and the demo's own arm."""
+ARM_NAMES = (*designs.DESIGNS, CYCLES_ARM, INTERLEAVED)
+
+
+def make_arms(duration_s: int, scale: int, slice_s: int, slices: int) -> list[Arm | InterleavedArm]:
+    """The fixed-window arms (one per design, --duration s), the demo's own arm and the
+    interleaved one (bench/interleave.py: --slices slices of --slice-s s per variant)."""
     exp = demo(scale=scale)
     variants = exp.variants()
     ref_build = exp.variant(exp.reference_for(variants[0])).build
-    arms = []
+    arms: list[Arm | InterleavedArm] = []
     for design in designs.DESIGNS:
         short_s = designs.short_runs_plan(duration_s, 1)[0] if design == SHORT_RUNS else None
         seconds = duration_s if short_s is None else max(1, round(short_s))
@@ -95,7 +109,20 @@ def make_arms(duration_s: int, scale: int) -> list[Arm]:
         arms.append(_arm(design, design, vs, ref_build, RunControls()))
     cycles = RunControls.from_design(exp.run_design)
     arms.append(_arm(CYCLES_ARM, ABBA, list(variants), ref_build, cycles, whole_cycles=True))
+    by_id = {v.variant_id: v for v in variants}
+    ref_id = next(v.variant_id for v in variants if v.build == ref_build)
+    warmup_s = max(1, variants[0].workload.warmup_s)
+    arms.append(InterleavedArm(INTERLEAVED, by_id, ref_id, slice_s, slices, warmup_s))
     return arms
+
+
+def chosen(arms: list[Arm | InterleavedArm], names: str) -> list[Arm | InterleavedArm]:
+    """The arms --arms names (comma-separated), in the table's order; '' for all."""
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = sorted(set(wanted) - set(ARM_NAMES))
+    if unknown:
+        raise SystemExit(f"--arms: unknown {', '.join(unknown)}; allowed: {', '.join(ARM_NAMES)}")
+    return [a for a in arms if not wanted or a.name in wanted]
 
 
 def _arm(
@@ -154,7 +181,7 @@ def run_round(lab: Lab, arm: Arm, seed: int, raw: Path) -> None:
             arm.values[vid][r] = copies
 
 
-def report(arms: list[Arm]) -> None:
+def report(arms: list[Arm | InterleavedArm]) -> None:
     print()
     print(table(arm_row(arm.collected()) for arm in arms))
 
@@ -170,8 +197,11 @@ def main() -> None:
     )
     ap.add_argument("--scale", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--arms", default="", help=f"comma-separated subset of {','.join(ARM_NAMES)}")
+    ap.add_argument("--slice-s", type=int, default=5, help="interleaved: seconds per slice")
+    ap.add_argument("--slices", type=int, default=12, help="interleaved: slices per variant")
     args = ap.parse_args()
-    arms = make_arms(args.duration, args.scale)
+    arms = chosen(make_arms(args.duration, args.scale, args.slice_s, args.slices), args.arms)
     rng = random.Random(args.seed)
     references = {vid: arm.variants[arm.reference] for arm in arms for vid in arm.variants}
     with scratch_home("bench-precision-") as (paths, state):
@@ -185,7 +215,10 @@ def main() -> None:
             while time.monotonic() < deadline:
                 least = min(a.seconds for a in arms)
                 arm = rng.choice([a for a in arms if a.seconds == least])
-                run_round(lab, arm, args.seed, paths.home / "runs")
+                if isinstance(arm, InterleavedArm):
+                    run_interleaved_round(lab, arm, paths.home / "runs")
+                else:
+                    run_round(lab, arm, args.seed, paths.home / "runs")
         report(arms)
 
 

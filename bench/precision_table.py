@@ -6,10 +6,12 @@ scaled to 20 minutes of its own measuring, blocklab.analysis.precision's expecte
 half-width for the rounds that fit in 20 minutes, the per-round noise, and:
 
 - A/A: aa-control's reference copy 1 / copy 0 with its 95 % CI (both copies take every
-  position equally often, so its true ratio is 1). The other designs have no second
-  reference copy that could give one: abba's two copies are not an A/A, since copy 0
-  always runs in the round's first half and copy 1 in its mirror, so their ratio is the
-  drift within a round, not 1 (blocklab.execution.orders.round_slots). '–' for them.
+  position equally often, so its true ratio is 1); for the interleaved arm its reference's
+  two halves of slices, per round (`aa_from_copies`, bench/interleave.py). The other
+  designs have no second reference copy that could give one: abba's two copies are not
+  an A/A, since copy 0 always runs in the round's first half and copy 1 in its mirror,
+  so their ratio is the drift within a round, not 1
+  (blocklab.execution.orders.round_slots). '–' for them.
 - carry-over: runs right after a switch of variant / runs right after a repeat, paired by
   round, with its 95 % CI (blocklab.analysis.carryover). '–' where no variant ever follows
   itself (paired, short-runs).
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from blocklab.analysis import carryover, precision, stationarity
 from blocklab.analysis import designs as analysis_designs
 from blocklab.analysis.carryover import CarryOver, PositionRun
-from blocklab.analysis.stats import Comparison
+from blocklab.analysis.stats import Comparison, compare_paired
 
 TWENTY_MIN_S = 20 * 60
 DASH = "–"
@@ -51,6 +53,9 @@ class ArmRuns:
     positions: Sequence[PositionRun]  # every run, failed ones with value None
     drifted: Sequence[bool | None]  # per successful run: drifted? (None: nothing testable)
     whole_cycles: bool = False  # windows of whole checkpoint cycles: not judged for drift
+    # an A/A the design does not give: round -> the reference's (copy 0, copy 1) values
+    aa_copies: Mapping[int, Sequence[float]] | None = None
+    runs: int | None = None  # executions of the workload, when not one per value (slices)
 
 
 @dataclass(frozen=True)
@@ -80,17 +85,27 @@ def arm_row(arm: ArmRuns) -> Row:
     return Row(
         name=arm.name,
         rounds=c.n_pairs,
-        runs=sum(len(xs) for rounds in arm.values.values() for xs in rounds.values()),
+        runs=arm.runs
+        if arm.runs is not None
+        else sum(len(xs) for rounds in arm.values.values() for xs in rounds.values()),
         minutes=arm.seconds / 60,
         gain_pct=c.gain_pct,
         half_width_pct=width,
         at_20_min_pct=at20,
         model_20_min_pct=None if noise is None else _model_at_20_min(noise.sigma_log, arm),
         noise_pct=None if noise is None else noise.sigma_pct,
-        aa=result.aa,
+        aa=result.aa if arm.aa_copies is None else aa_from_copies(arm.aa_copies),
         carry=carryover.estimate(arm.positions),
         flagged=None if arm.whole_cycles else flagged(arm.drifted),
     )
+
+
+def aa_from_copies(copies: Mapping[int, Sequence[float]]) -> Comparison:
+    """Copy 1 / copy 0, paired by round (rounds with both copies)."""
+    both = {r: xs for r, xs in copies.items() if len(xs) >= 2}
+    first = {r: xs[0] for r, xs in both.items()}
+    second = {r: xs[1] for r, xs in both.items()}
+    return compare_paired(first, second)
 
 
 def run_drifted(series: Series) -> bool | None:
@@ -139,12 +154,14 @@ FOOTNOTE = (
     "design that fit in 20 min, at the noise it showed;\n"
     "noise % is the stdev of its per-round log ratios;\n"
     "A/A: aa-control's reference copy 1 / copy 0, paired by round (its CI should contain 1); "
+    "interleaved: its reference's two balanced halves of slices; "
     "'–' elsewhere: no second reference copy (abba's copy 1 always runs after its copy 0, so "
     "their ratio is the drift within a round, not an A/A);\n"
     "carry-over: runs right after a switch of variant / runs right after a repeat, paired by "
     "round (blocklab.analysis.carryover); '–' where no variant follows itself;\n"
     "non-stationary: runs with a judged series (tps, WAL bytes/s, full-page images/s) that "
-    "drifted inside the window / runs judged; '–' for whole checkpoint cycles (not judged)."
+    "drifted inside the window / runs judged; '–' for whole checkpoint cycles (not judged), "
+    "n/a for interleaved slices (no per-second series)."
 )
 
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import math
 
 import pytest
-from precision_table import DASH, HEADER, ArmRuns, arm_row, flagged, format_row, run_drifted
+from precision_table import (
+    DASH,
+    HEADER,
+    ArmRuns,
+    aa_from_copies,
+    arm_row,
+    flagged,
+    format_row,
+    run_drifted,
+)
 
 from blocklab.analysis.carryover import PositionRun
 from blocklab.experiment_file.design import AA_CONTROL, ABBA, PAIRED
@@ -125,3 +134,11 @@ def test_flagged_counts_only_judged_runs() -> None:
 def test_the_header_names_the_new_columns() -> None:
     for column in ("A/A ratio", "carry-over", "non-stationary"):
         assert column in HEADER
+
+
+def test_aa_from_copies_is_copy_1_over_copy_0_by_round() -> None:
+    copies = {1: [100.0, 102.0], 2: [200.0, 202.0], 3: [150.0, 153.0], 4: [120.0]}
+    c = aa_from_copies(copies)
+    assert c.n_pairs == 3  # round 4 has one copy only
+    expected = math.exp((math.log(1.02) + math.log(1.01) + math.log(1.02)) / 3)
+    assert c.ratio == pytest.approx(expected)
