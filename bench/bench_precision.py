@@ -46,7 +46,7 @@ from pathlib import Path
 
 from interleave import INTERLEAVED, InterleavedArm
 from interleave import run_round as run_interleaved_round
-from precision_table import ArmRuns, arm_row, run_drifted, table
+from precision_table import ArmRuns, arm_row, arm_runs, run_drifted, table
 from scratch_home import scratch_home
 
 from blocklab.analysis.carryover import PositionRun
@@ -79,17 +79,7 @@ class Arm:
     drifted: list[bool | None] = field(default_factory=list)  # per successful run
 
     def collected(self) -> ArmRuns:
-        return ArmRuns(
-            name=self.name,
-            design=self.design,
-            reference=self.reference,
-            values=self.values,
-            seconds=self.seconds,
-            rounds=self.rounds,
-            positions=self.positions,
-            drifted=self.drifted,
-            whole_cycles=self.whole_cycles,
-        )
+        return arm_runs(self)
 
 
 ARM_NAMES = (*designs.DESIGNS, CYCLES_ARM, INTERLEAVED)

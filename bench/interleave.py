@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from precision_table import ArmRuns
+from precision_table import ArmRuns, arm_runs
 
 from blocklab.analysis.carryover import PositionRun
 from blocklab.execution.lab import Lab
@@ -120,18 +120,8 @@ class InterleavedArm:
     positions: list[PositionRun] = field(default_factory=list)
 
     def collected(self) -> ArmRuns:
-        return ArmRuns(
-            name=self.name,
-            design=PAIRED,  # one whole-round value per variant and round
-            reference=self.reference,
-            values=self.values,
-            seconds=self.seconds,
-            rounds=self.rounds,
-            positions=self.positions,
-            drifted=[],
-            aa_copies=self.aa_copies,
-            runs=self.executions,
-        )
+        # one whole-round value per variant and round: analysed as paired
+        return arm_runs(self, design=PAIRED, drifted=[], runs=self.executions)
 
     def store(self, round_no: int, got: Sequence[SliceResult]) -> None:
         """A complete round's values (every slice of both variants gave one)."""

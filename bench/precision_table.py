@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from blocklab.analysis import carryover, precision, stationarity
 from blocklab.analysis import designs as analysis_designs
@@ -56,6 +57,13 @@ class ArmRuns:
     # an A/A the design does not give: round -> the reference's (copy 0, copy 1) values
     aa_copies: Mapping[int, Sequence[float]] | None = None
     runs: int | None = None  # executions of the workload, when not one per value (slices)
+
+
+def arm_runs(arm: object, **given: Any) -> ArmRuns:
+    """An arm's ArmRuns: each field from the arm's attribute of the same name (an absent
+    one keeps its default), `given` first."""
+    found = {f.name: getattr(arm, f.name) for f in fields(ArmRuns) if hasattr(arm, f.name)}
+    return ArmRuns(**(found | given))
 
 
 @dataclass(frozen=True)

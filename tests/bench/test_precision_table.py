@@ -10,6 +10,7 @@ from precision_table import (
     HEADER,
     ArmRuns,
     aa_from_copies,
+    arm_runs,
     arm_row,
     flagged,
     format_row,
@@ -142,3 +143,15 @@ def test_aa_from_copies_is_copy_1_over_copy_0_by_round() -> None:
     assert c.n_pairs == 3  # round 4 has one copy only
     expected = math.exp((math.log(1.02) + math.log(1.01) + math.log(1.02)) / 3)
     assert c.ratio == pytest.approx(expected)
+
+
+def test_arm_runs_takes_the_arms_attributes_and_what_is_given_first() -> None:
+    class Arm:
+        name, design, reference = "abba", "abba", "a"
+        values = {"a": {1: [1.0, 1.0]}, "b": {1: [2.0, 2.0]}}
+        seconds, rounds, positions, drifted = 60.0, 1, [], [False]
+        unrelated = "ignored"
+
+    got = arm_runs(Arm(), design="paired", runs=9)
+    assert (got.name, got.design, got.runs, got.seconds) == ("abba", "paired", 9, 60.0)
+    assert got.values == Arm.values and got.drifted == [False] and got.aa_copies is None
