@@ -82,7 +82,9 @@ class Arm:
         return arm_runs(self)
 
 
-ARM_NAMES = (*designs.DESIGNS, CYCLES_ARM, INTERLEAVED)
+# the designs whose arm is a series of whole runs (interleaved has an arm of its own)
+RUN_DESIGNS = tuple(d for d in designs.DESIGNS if d != INTERLEAVED)
+ARM_NAMES = (*RUN_DESIGNS, CYCLES_ARM, INTERLEAVED)
 
 
 def make_arms(duration_s: int, scale: int, slice_s: int, slices: int) -> list[Arm | InterleavedArm]:
@@ -92,7 +94,7 @@ def make_arms(duration_s: int, scale: int, slice_s: int, slices: int) -> list[Ar
     variants = exp.variants()
     ref_build = exp.variant(exp.reference_for(variants[0])).build
     arms: list[Arm | InterleavedArm] = []
-    for design in designs.DESIGNS:
+    for design in RUN_DESIGNS:
         short_s = designs.short_runs_plan(duration_s, 1)[0] if design == SHORT_RUNS else None
         seconds = duration_s if short_s is None else max(1, round(short_s))
         vs = [_with_duration(v, seconds) for v in variants]

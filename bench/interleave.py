@@ -5,8 +5,9 @@ storages are shared by variants, one server at a time: the arm provisions a seco
 storage per variant through the same Lab, which stops its servers and releases it on
 exit), both servers start, each gets one unmeasured warm-up slice, then `slices` pgbench
 slices of `slice_s` seconds per variant alternate between the two servers in the
-Thue-Morse order (`slice_order`: A B B A B A A B ...; the round's first variant alternates
-from round to round), and both servers stop (by their Cluster objects, whatever happens).
+Thue-Morse order (blocklab.execution.orders.slice_order: A B B A B A A B ...; the round's
+first variant alternates from round to round), and both servers stop (by their Cluster
+objects, whatever happens).
 Each slice is the variant's own pgbench command line (blocklab.workloads.pgbench_driver,
 -T slice_s), parsed by blocklab's parser; a variant's round value is its total
 transactions / total seconds over its slices (`round_tps`; a slice's seconds are
@@ -40,33 +41,19 @@ from precision_table import ArmRuns, arm_runs
 
 from blocklab.analysis.carryover import PositionRun
 from blocklab.execution.lab import Lab
+from blocklab.execution.orders import slice_order, thue_morse
 from blocklab.execution.run_state import RunTarget
-from blocklab.experiment_file.design import PAIRED
+from blocklab.experiment_file.design import INTERLEAVED, PAIRED
 from blocklab.model import Variant
 from blocklab.paths import ensure_dir
 from blocklab.workloads import dataset, sizing
 from blocklab.workloads.base import endpoint
 from blocklab.workloads.execution import execute
 
-INTERLEAVED = "interleaved"
 SLICE_GRACE_S = 60
 
 
 # -- pure ------------------------------------------------------------------------------------
-
-
-def thue_morse(k: int) -> int:
-    """The k-th term of the Thue-Morse sequence (0 1 1 0 1 0 0 1 ...)."""
-    return bin(k).count("1") % 2
-
-
-def slice_order(variant_ids: Sequence[str], slices: int, round_no: int) -> list[str]:
-    """The round's 2 x `slices` slices: Thue-Morse over the two variants, the first one
-    being variant_ids[0] in odd rounds and variant_ids[1] in even ones."""
-    if len(variant_ids) != 2:
-        raise ValueError(f"interleaving takes two variants, got {len(variant_ids)}")
-    a, b = variant_ids if round_no % 2 else (variant_ids[1], variant_ids[0])
-    return [(a, b)[thue_morse(k)] for k in range(2 * slices)]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ The summary (blocklab.analysis.summary), the analysis of each design
 (rounds.csv) all call `per_round_values`, so they keep and drop the same rounds:
 
 - a variant run `copies` times in a round (2 in abba, 2 for aa-control's reference, else
-  1) counts once, as the geometric mean of its copies 0 .. copies-1;
+  1; an interleaved round stores one record per variant, its slices aggregated) counts
+  once, as the geometric mean of its copies 0 .. copies-1;
 - a round that lacks one of those copies (a failed run: half a palindrome) is dropped with
   a reason, since half a palindrome does not cancel the round's drift;
 - a value that is NaN or infinite is dropped with a reason (never a crash);

@@ -193,6 +193,8 @@ DESIGN_ANALYSIS = {
     "abba": "A B B A per round; per-round ratio of each variant's geometric mean of 2 runs",
     "aa-control": "paired plus the reference twice per round; the reference's value is the "
     "geometric mean of its 2 runs",
+    "interleaved": "both servers up, slices in turns; per-round ratios of each variant's "
+    "slices (total transactions / total seconds)",
 }
 
 

@@ -17,6 +17,11 @@ design's first rows under the seeded labelling: `balance_note` says so.
   (A B B A then B A A B for two variants).
 - aa-control: the slots are the variants plus each reference's second copy (copy 1), so
   both copies of every reference take every position equally often.
+- interleaved: one slot per variant (two variants), as in paired: the round's first
+  variant alternates from round to round. Within the round the two servers are driven in
+  turns of short slices in the Thue-Morse order (`slice_order`: A B B A B A A B ...), so
+  every pair of slices (2k, 2k+1) holds each variant once, and with a multiple of 4
+  slices both variants' mean positions are equal (a drift linear in time cancels).
 
 The design names and what each promises are the experiment file's vocabulary
 (blocklab.experiment_file.design); the analysis that matches each order is
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 from blocklab.experiment_file.design import (
     AA_CONTROL,
     ABBA,
+    INTERLEAVED,
     check_design,
     check_reference,
 )
@@ -86,6 +92,26 @@ def balanced_order(items: Sequence[str], seed: int, round_no: int) -> list[str]:
 def round_order(variant_ids: Sequence[str], seed: int, round_no: int) -> list[str]:
     """Every variant once, in the balanced order of round `round_no` (the paired design)."""
     return balanced_order(variant_ids, seed, round_no)
+
+
+def thue_morse(k: int) -> int:
+    """The k-th term of the Thue-Morse sequence (0 1 1 0 1 0 0 1 ...)."""
+    return bin(k).count("1") % 2
+
+
+def slice_order(variant_ids: Sequence[str], slices: int, round_no: int) -> list[str]:
+    """The round's 2 x `slices` slices: Thue-Morse over the two variants, the first one
+    being variant_ids[0] in odd rounds and variant_ids[1] in even ones."""
+    if len(variant_ids) != 2:
+        raise ValueError(f"interleaving takes two variants, got {len(variant_ids)}")
+    a, b = variant_ids if round_no % 2 else (variant_ids[1], variant_ids[0])
+    return [(a, b)[thue_morse(k)] for k in range(2 * slices)]
+
+
+def round_slices(variant_ids: Sequence[str], *, seed: int, slices: int, round_no: int) -> list[str]:
+    """interleaved: the round's slices, the two variants labelled by `seed` (as in
+    `balanced_order`), so the first slice is the first of the round's `round_slots`."""
+    return slice_order(balanced_order(variant_ids, seed, 1), slices, round_no)
 
 
 def runs_per_round(design: str, n_variants: int, n_references: int = 1) -> int:
@@ -152,6 +178,12 @@ def balance(design: str, n_variants: int, n_references: int = 1) -> Balance:
 def balance_note(design: str, n_variants: int, rounds: int, n_references: int = 1) -> str:
     """What `plan` says of the orders of `rounds` rounds: balanced, or over which rounds."""
     b = balance(design, n_variants, n_references)
+    if design == INTERLEAVED:
+        first = "alternates" if rounds % 2 == 0 else "alternates (an odd number of rounds)"
+        return (
+            "slices in Thue-Morse order (A B B A B A A B ...): every pair of slices holds "
+            f"each variant once; the round's first variant {first}"
+        )
     if b.slots <= 1:
         return "orders: one run per round, nothing to balance"
     if rounds % b.carryover_period == 0:

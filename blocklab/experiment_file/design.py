@@ -2,7 +2,9 @@
 warmed up and started within the checkpoint cycle.
 
     [design]
-    kind = "abba"            # paired (default), short-runs, abba, aa-control
+    kind = "abba"            # paired (default), short-runs, abba, aa-control, interleaved
+    slice_s = 5              # with "interleaved": seconds per pgbench slice (1..300)
+    slices = 12              # with "interleaved": slices per variant per round (even, 2..400)
     warmup = "steady"        # "fixed" (default: the matrix's warmup seconds) or "steady"
     warmup_max_s = 120       # with "steady": the bound of the warm-up
     checkpoint = "aligned"   # "free" (default) or "aligned": CHECKPOINT right before each
@@ -52,7 +54,8 @@ PAIRED = "paired"
 SHORT_RUNS = "short-runs"
 ABBA = "abba"
 AA_CONTROL = "aa-control"
-DESIGNS = (PAIRED, SHORT_RUNS, ABBA, AA_CONTROL)
+INTERLEAVED = "interleaved"  # both servers up, short slices alternating (Thue-Morse)
+DESIGNS = (PAIRED, SHORT_RUNS, ABBA, AA_CONTROL, INTERLEAVED)
 SHORT_FACTOR = 2  # short-runs: runs this many times shorter, this many times more rounds
 
 DESIGN_KEYS = (
@@ -64,7 +67,10 @@ DESIGN_KEYS = (
     "quiesce_max_s",
     "placement",
     "footprint",
+    "slice_s",
+    "slices",
 )
+INTERLEAVED_KEYS = ("slice_s", "slices")
 PLACEMENT_KEYS = ("driver_cpus", "server_cpus")
 WARMUPS = ("fixed", "steady")
 CHECKPOINTS = ("free", "aligned", "cycles")
@@ -74,6 +80,12 @@ DEFAULT_CYCLES = 2
 MAX_CYCLES = 20
 DEFAULT_QUIESCE_MAX_S = 0  # off until a bench shows it lowers noise or carry-over (issue 21)
 MAX_QUIESCE_S = 600
+DEFAULT_SLICE_S = 5
+MAX_SLICE_S = 300
+DEFAULT_SLICES = 12
+MAX_SLICES = 400
+# interleaved: a second storage of the same kind per variant; a block device is one only
+INTERLEAVED_STORAGE_KINDS = ("dir", *LOOP_KINDS)
 # aligned: the run never reaches this checkpoint_timeout (PostgreSQL's maximum, 1 day)
 ALIGNED_CHECKPOINT_TIMEOUT = "1d"
 
@@ -93,6 +105,8 @@ class RunDesign(BaseModel):
     driver_cpus: str | None = None
     server_cpus: str | None = None
     footprint: bool | None = None  # None: where the data volume is a loop image
+    slice_s: int = DEFAULT_SLICE_S  # interleaved: seconds per pgbench slice
+    slices: int = DEFAULT_SLICES  # interleaved: slices per variant per round
 
     def is_default(self) -> bool:
         return self == RunDesign()
@@ -107,6 +121,9 @@ class RunDesign(BaseModel):
             out.pop("quiesce_max_s")
         if self.footprint is None:
             out.pop("footprint")
+        if self.kind != INTERLEAVED:
+            for key in INTERLEAVED_KEYS:
+                out.pop(key)
         return out
 
 
@@ -139,6 +156,7 @@ def parse(design: Any, placement: Any) -> RunDesign:
         )
     if "footprint" in d:
         out["footprint"] = boolean(d["footprint"], "design.footprint")
+    out |= _interleaving(d, kind)
     mode = choice(
         d.get("placement", "explicit" if placement is not None else "none"),
         "design.placement",
@@ -160,7 +178,73 @@ def parse(design: Any, placement: Any) -> RunDesign:
     elif mode == "explicit":
         raise fail("design.placement", "'explicit' without a [placement] table", "none, auto")
     out["placement"] = mode
-    return RunDesign(**out)
+    rd = RunDesign(**out)
+    check_interleaved(rd)
+    return rd
+
+
+def _interleaving(d: dict[str, Any], kind: str) -> dict[str, Any]:
+    """slice_s and slices: only with kind "interleaved"; slices even (pairs of slices)."""
+    for key in INTERLEAVED_KEYS:
+        if key in d and kind != INTERLEAVED:
+            raise fail(
+                f"design.{key}",
+                f"set with design.kind = {kind!r}",
+                f"design.kind = {INTERLEAVED!r} (or leave design.{key} out)",
+            )
+    slice_s = integer(d.get("slice_s", DEFAULT_SLICE_S), "design.slice_s", 1, MAX_SLICE_S)
+    slices = integer(d.get("slices", DEFAULT_SLICES), "design.slices", 2, MAX_SLICES)
+    if slices % 2:
+        raise fail(
+            "design.slices",
+            f"{slices} is odd: the Thue-Morse order balances pairs of slices",
+            f"an even number 2..{MAX_SLICES}",
+        )
+    return {"slice_s": slice_s, "slices": slices}
+
+
+def check_interleaved(rd: RunDesign) -> None:
+    """interleaved runs both servers at once, driven in turns by short slices: the
+    controls that act on one run alone (a steady warm-up, an aligned or cycle-bound
+    checkpoint, a quiet machine, CPU placement, the footprint after a run) do not apply."""
+    if rd.kind != INTERLEAVED:
+        return
+    refusals = [
+        ("checkpoint", rd.checkpoint != "free", rd.checkpoint, "'free'"),
+        ("warmup", rd.warmup == "steady", rd.warmup, "'fixed' (the matrix's warmup seconds)"),
+        ("footprint", rd.footprint is True, rd.footprint, "false (or leave it out)"),
+        ("quiesce_max_s", rd.quiesce_max_s > 0, rd.quiesce_max_s, "0 (or leave it out)"),
+        ("placement", rd.placement != "none", rd.placement, "'none'"),
+    ]
+    for key, refused, value, allowed in refusals:
+        if refused:
+            raise fail(
+                f"design.{key}",
+                f"{value!r} with design.kind = {INTERLEAVED!r} (both servers run at once, "
+                "in turns of short slices)",
+                allowed,
+            )
+
+
+def check_interleaved_variants(design: RunDesign, storage_kinds: Sequence[str]) -> None:
+    """interleaved alternates between exactly two servers, each on a storage of its own:
+    two variants, on storage kinds blocklab can make a second of."""
+    if design.kind != INTERLEAVED:
+        return
+    if len(storage_kinds) != 2:
+        raise fail(
+            "matrix",
+            f"gives {len(storage_kinds)} variant(s) with design.kind = {INTERLEAVED!r}",
+            "exactly two variants (the design alternates between two servers)",
+        )
+    other = sorted({k for k in storage_kinds if k not in INTERLEAVED_STORAGE_KINDS})
+    if other:
+        raise fail(
+            "matrix.storage",
+            f"kind {', '.join(map(repr, other))} with design.kind = {INTERLEAVED!r}: each "
+            "variant needs a storage of its own, and a block device is only one",
+            "storage kinds " + ", ".join(INTERLEAVED_STORAGE_KINDS),
+        )
 
 
 def apply_short_runs(design: RunDesign, matrix: dict[str, Any], rounds: int) -> tuple[Any, int]:

@@ -194,6 +194,7 @@ def from_dict(data: dict[str, Any], *, base: Path, source: str | None = None) ->
     meta["run_design"] = rd
     exp = _assemble(meta, dims, combos, data, vocab, source)
     run_design.check_footprint(rd, [v.storage.kind for v in exp.variants()])
+    run_design.check_interleaved_variants(rd, [v.storage.kind for v in exp.variants()])
     return exp
 
 

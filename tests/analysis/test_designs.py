@@ -11,12 +11,20 @@ import pytest
 from scipy import stats as sps
 
 from blocklab.analysis import designs as analysis_designs
+from blocklab.analysis.rounds import copies_per_round
 from blocklab.analysis.stats import NO_DIFFERENCE
 from blocklab.errors import UserError
 from blocklab.execution import orders
 from blocklab.execution.orders import Slot
 from blocklab.experiment_file import design as designs
-from blocklab.experiment_file.design import AA_CONTROL, ABBA, DESIGNS, PAIRED, SHORT_RUNS
+from blocklab.experiment_file.design import (
+    AA_CONTROL,
+    ABBA,
+    DESIGNS,
+    INTERLEAVED,
+    PAIRED,
+    SHORT_RUNS,
+)
 
 IDS = ["ref", "new"]
 
@@ -210,3 +218,18 @@ def test_aa_rounds_pools_the_groups_of_a_grouped_reference() -> None:
     assert second == pytest.approx({1: math.sqrt(110.0 * 360.0), 2: 55.0})
     # the round's log ratio is the mean of the groups' own log ratios
     assert math.log(second[1] / first[1]) == pytest.approx((math.log(1.1) + math.log(0.9)) / 2)
+
+
+def test_interleaved_is_analysed_as_paired() -> None:
+    values = {
+        "ref": {1: [100.0], 2: [104.0], 3: [98.0]},
+        "new": {1: [110.0], 2: [111.0], 3: [109.0]},
+    }
+    il = analysis_designs.analyse(INTERLEAVED, values, reference="ref")
+    paired = analysis_designs.analyse(PAIRED, values, reference="ref")
+    assert il.comparisons == paired.comparisons and il.aa is None
+    assert il.comparisons["new"].estimate == pytest.approx(
+        math.exp(sum(math.log(n / r) for n, r in [(110, 100), (111, 104), (109, 98)]) / 3)
+    )
+    for ref in (True, False):
+        assert copies_per_round(INTERLEAVED, is_reference=ref) == 1

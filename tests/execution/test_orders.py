@@ -133,3 +133,41 @@ def test_balance_note_says_when_rounds_do_not_balance() -> None:
     assert orders.balance_note(AA_CONTROL, 2, 6).startswith("orders balanced over 6 rounds")
     assert "not a multiple of 3" in orders.balance_note(AA_CONTROL, 2, 4)
     assert "nothing to balance" in orders.balance_note(PAIRED, 1, 3)
+
+
+def test_thue_morse_is_the_sequence() -> None:
+    assert [orders.thue_morse(k) for k in range(8)] == [0, 1, 1, 0, 1, 0, 0, 1]
+
+
+@pytest.mark.parametrize("slices", [2, 4, 6, 12])
+def test_interleaved_every_pair_of_slices_holds_each_variant_once(slices: int) -> None:
+    for round_no in (1, 2, 3):
+        order = orders.round_slices(["a", "b"], seed=3, slices=slices, round_no=round_no)
+        assert len(order) == 2 * slices
+        pairs = [order[k : k + 2] for k in range(0, len(order), 2)]
+        assert all(sorted(p) == ["a", "b"] for p in pairs)
+
+
+def test_interleaved_mean_positions_are_equal_with_a_multiple_of_four_slices() -> None:
+    order = orders.slice_order(["a", "b"], 12, 1)
+    mean = {v: sum(i for i, x in enumerate(order) if x == v) / 12 for v in "ab"}
+    assert mean["a"] == mean["b"] == 11.5
+    assert order[:8] == ["a", "b", "b", "a", "b", "a", "a", "b"]
+
+
+def test_interleaved_one_slot_per_variant_first_alternating_over_rounds() -> None:
+    rounds = _rounds("interleaved", ["a", "b"], 4)
+    assert all(sorted(s.variant_id for s in r) == ["a", "b"] for r in rounds)
+    assert all({s.copy for s in r} == {0} for r in rounds)
+    firsts = [r[0].variant_id for r in rounds]
+    assert firsts[0] != firsts[1] and firsts[0] == firsts[2] and firsts[1] == firsts[3]
+    assert orders.runs_per_round("interleaved", 2) == 2
+    for n, first in enumerate(firsts, start=1):  # the round's first slice: its first slot
+        assert orders.round_slices(["b", "a"], seed=7, slices=2, round_no=n)[0] == first
+    assert orders.balance("interleaved", 2).positions_period == 2
+    assert "Thue-Morse" in orders.balance_note("interleaved", 2, 4)
+
+
+def test_slice_order_takes_two_variants() -> None:
+    with pytest.raises(ValueError, match="two variants"):
+        orders.slice_order(["a", "b", "c"], 2, 1)
