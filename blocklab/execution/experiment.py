@@ -5,6 +5,10 @@ every variant once (paired, short-runs), twice as a palindrome A B B A (abba), o
 plus each reference a second time (aa-control), in orders balanced over the rounds (a
 Williams design labelled by the experiment's seed; adaptive rounds stay balanced over
 every completed period). A variant's n-th run in a round is stored with copy_index n.
+The interleaved design runs a round as one piece (blocklab.execution.interleaved: both
+servers up, slices in turns) and stores one record per variant (copy 0); a round whose
+records are all stored is skipped, a partial one (interrupted between its two stores) is
+run again whole and only its missing record is stored (the other run's output is removed).
 Every run is stored in one transaction as soon as it ends,
 so an experiment interrupted at any moment resumes with the same command: stored runs
 are kept, a run without a stored row is discarded (its raw directory removed) and run
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +32,7 @@ from blocklab.execution.run_record import failed_without_running
 from blocklab.execution.run_state import RunLabel
 from blocklab.execution.runner import SERVER_START_FAILED
 from blocklab.experiment_file import Experiment
+from blocklab.experiment_file.design import INTERLEAVED, RunDesign
 from blocklab.model import Variant
 from blocklab.paths import safe_remove_tree
 from blocklab.store import ResultsStore, RunRecord, results_space
@@ -44,6 +49,16 @@ class LabLike(Protocol):
     def run(
         self, variant: Variant, *, experiment: str, round_no: int, position: int, raw_dir: Path
     ) -> RunRecord: ...
+
+    def run_interleaved(
+        self,
+        variants: Sequence[Variant],
+        design: RunDesign,
+        raw_dirs: Mapping[str, Path],
+        *,
+        label: RunLabel,
+        seed: int,
+    ) -> dict[str, RunRecord]: ...
 
 
 class Progress(Protocol):
@@ -234,6 +249,9 @@ class Loop:
         slots = self.slots(round_no)
         order = list(dict.fromkeys(s.variant_id for s in slots))
         self.db.record_round(self.exp.name, round_no, self.exp.seed, order)
+        if self.design == INTERLEAVED:
+            self.run_interleaved(round_no, slots, done)
+            return
         for position, slot in enumerate(slots):
             key = (slot.variant_id, round_no, slot.copy)
             if key in done:
@@ -268,6 +286,42 @@ class Loop:
             results_space.check(self.db.directory)  # is not stored: it runs again
         if SERVER_START_FAILED in record.reason:
             self.unstartable.setdefault(variant.variant_id, f"round {round_no}")
+        self._store(record, raw_dir, copy_index)
+        self.progress.run_finished(record, self.clock() - t0)
+        return record
+
+    def run_interleaved(
+        self, round_no: int, slots: Sequence[orders.Slot], done: set[RunKey]
+    ) -> None:
+        """The round as one piece; only the records not yet stored are stored."""
+        keys = {s.variant_id: (s.variant_id, round_no, 0) for s in slots}
+        if all(k in done for k in keys.values()):
+            return
+        variants = [self.variants[s.variant_id] for s in slots]
+        raw_dirs = {}
+        for v in variants:
+            raw_dir = raw_dir_for(self.db.directory, self.exp.name, round_no, v, 0, self.host)
+            if keys[v.variant_id] in done:  # stored before: this run's output is not kept
+                raw_dir = raw_dir.with_name(raw_dir.name + "-rerun")
+            safe_remove_tree(raw_dir, [self.db.directory])
+            raw_dir.mkdir(parents=True)
+            raw_dirs[v.variant_id] = raw_dir
+        results_space.check(self.db.directory)
+        self.progress.run_started(" / ".join(v.label for v in variants), round_no, 0)
+        t0 = self.clock()
+        label = RunLabel(self.exp.name, round_no, 0)
+        records = self.lab.run_interleaved(
+            variants, self.exp.run_design, raw_dirs, label=label, seed=self.exp.seed
+        )
+        for vid, key in keys.items():
+            if key in done:
+                safe_remove_tree(raw_dirs[vid], [self.db.directory])
+                continue
+            self._store(records[vid], raw_dirs[vid], 0)
+            done.add(key)
+            self.progress.run_finished(records[vid], self.clock() - t0)
+
+    def _store(self, record: RunRecord, raw_dir: Path, copy_index: int) -> None:
         record.raw_dir = self.db.raw_ref(raw_dir)
         record.copy_index = copy_index
         record.host = self.host
@@ -278,8 +332,6 @@ class Loop:
             self.ok += 1
         else:
             self.failed += 1
-        self.progress.run_finished(record, self.clock() - t0)
-        return record
 
     def _remember_unstartable(self) -> None:
         """A variant whose server did not start in a stored run is not tried again (also

@@ -9,6 +9,7 @@ and releases every storage it provisioned.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import secrets
@@ -20,8 +21,9 @@ from typing import Any, Protocol
 
 from blocklab import storage
 from blocklab.errors import BlocklabError, StorageError, UserError
-from blocklab.execution import run_record, run_state, runner
+from blocklab.execution import interleaved, run_record, run_state, runner
 from blocklab.execution.controls import RunControls
+from blocklab.experiment_file.design import RunDesign
 from blocklab.model import BuildRequest, StorageRequest, Variant
 from blocklab.paths import Paths, ensure_dir, safe_remove_tree
 from blocklab.postgres import settings_catalogue, settings_policy
@@ -162,8 +164,12 @@ class Lab:
             self._installs[req] = ensure_build(req, self.paths, log=self.log)
         return self._installs[req]
 
-    def storage(self, req: StorageRequest, *, needs: sizing.StorageNeeds) -> ProvisionedLike:
-        name = storage_name(req, self.instance)
+    def storage(
+        self, req: StorageRequest, *, needs: sizing.StorageNeeds, owner: str = ""
+    ) -> ProvisionedLike:
+        """The storage of `req` (each made once); `owner`: a storage of its own for that
+        owner (interleaved: one per variant, both servers up at once)."""
+        name = storage_name(req, self._instance_of(owner))
         if name not in self._storages:
             self._storages[name] = self._provision(req, name, needs)
         return self._storages[name]
@@ -180,8 +186,13 @@ class Lab:
             wal_min_size_bytes=needs.wal.bytes if needs.wal else 0,
         )
 
-    def cluster(self, inst: Installation, req: StorageRequest, store: ProvisionedLike) -> Cluster:
-        key = (storage_name(req, self.instance), inst.key)
+    def _instance_of(self, owner: str) -> str:
+        return f"{self.instance}-{owner}" if owner else self.instance
+
+    def cluster(
+        self, inst: Installation, req: StorageRequest, store: ProvisionedLike, owner: str = ""
+    ) -> Cluster:
+        key = (storage_name(req, self._instance_of(owner)), inst.key)
         if key not in self._clusters:
             short = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
             server_dir = ensure_dir(self.paths.work / "servers" / short)
@@ -267,6 +278,19 @@ class Lab:
             storage_facts=dict(store.facts),
         )
 
+    def own_target(self, variant: Variant) -> run_state.RunTarget:
+        """The variant's run target on a storage of its own, of the kind it asks for (the
+        same build, dataset snapshot and settings), so that two variants' servers can be
+        up at once (blocklab.execution.interleaved)."""
+        shared = self.prepare(variant)  # the build and the dataset, made once
+        owner = f"own{variant.variant_id[:8]}"
+        needs = sizing.needs_by_storage([variant])[variant.storage]
+        store = self.storage(variant.storage, needs=needs, owner=owner)
+        cluster = self.cluster(shared.cluster.inst, variant.storage, store, owner)
+        return dataclasses.replace(
+            shared, cluster=cluster, devices=list(store.devices), storage_facts=dict(store.facts)
+        )
+
     def _catalogue_of(self, req: BuildRequest) -> Catalogue:
         """A build's settings catalogue: what the bytes settings policy converts with (for
         the variant's build and its reference's; the native policy asks for none)."""
@@ -310,6 +334,20 @@ class Lab:
         if provisioned is not None:
             self.log(f"released the full storage {name}")
             provisioned.release()
+
+    def run_interleaved(
+        self,
+        variants: Sequence[Variant],
+        design: RunDesign,
+        raw_dirs: Mapping[str, Path],
+        *,
+        label: run_state.RunLabel,
+        seed: int,
+    ) -> dict[str, RunRecord]:
+        """One interleaved round of two variants (blocklab.execution.interleaved)."""
+        return interleaved.run_round(
+            self, variants, design, raw_dirs, label=label, seed=seed, probes=self._factory()
+        )
 
     def _factory(self) -> runner.InstrumentationFactory | None:
         if self._instrumentation is _DEFAULT:

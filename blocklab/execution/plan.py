@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from blocklab.execution import cycles, footprint_cost, orders
 from blocklab.execution.footprint_cost import FootprintCost
 from blocklab.experiment_file import Experiment
-from blocklab.experiment_file.design import RunDesign
+from blocklab.experiment_file.design import INTERLEAVED, RunDesign
 from blocklab.model import BuildRequest, Variant
 from blocklab.workloads import drivers
 
 PER_RUN_OVERHEAD_S = 8.0  # restore the snapshot, start, probes, stop, store
+PER_SLICE_OVERHEAD_S = 0.3  # interleaved: the driver's start and connection per slice
 BUILD_S = 180.0  # one PostgreSQL build here (make -j2) plus its verification
 DEFAULT_MAX_ROUNDS_FACTOR = 4  # --until-ci without --max-rounds: max(rounds x 4, 20)
 
@@ -30,6 +31,13 @@ def run_estimate_s(v: Variant, design: RunDesign | None = None, footprint_s: flo
     if design is not None and design.checkpoint == "cycles":
         return cycles.run_window_s(v, design.cycles) + PER_RUN_OVERHEAD_S + footprint_s
     return v.workload.duration_s + v.workload.warmup_s + PER_RUN_OVERHEAD_S + footprint_s
+
+
+def interleaved_round_s(variants: list[Variant], design: RunDesign) -> float:
+    """An interleaved round: per server a restore, a start and a warm-up slice, then
+    2 x slices slices of slice_s seconds (each with the driver's start)."""
+    servers_s = sum(PER_RUN_OVERHEAD_S + v.workload.warmup_s for v in variants)
+    return servers_s + 2 * design.slices * (design.slice_s + PER_SLICE_OVERHEAD_S)
 
 
 def default_max_rounds(rounds: int) -> int:
@@ -84,12 +92,14 @@ def describe(
     slots = orders.round_slots(
         kind, list(by_id), reference=exp.reference_id(), seed=exp.seed, round_no=1, references=refs
     )
-    costs = footprint_cost.per_run(exp)
+    costs = {} if kind == INTERLEAVED else footprint_cost.per_run(exp)
     footprint_s = [costs[s.variant_id].seconds if s.variant_id in costs else 0.0 for s in slots]
     per_round_s = sum(
         run_estimate_s(by_id[s.variant_id], exp.run_design, fp_s)
         for s, fp_s in zip(slots, footprint_s, strict=True)
     )
+    if kind == INTERLEAVED:
+        per_round_s = interleaved_round_s(variants, exp.run_design)
     max_rounds = None
     if exp.until_ci_pct is not None:
         max_rounds = exp.max_rounds or default_max_rounds(exp.rounds)

@@ -96,7 +96,7 @@ def run_one(
     acc = RunState(raw_dir, controls=controls or RunControls())
     acc.provenance["controls"] = acc.controls.to_json()
     started_at = now_iso()
-    log_offset = _size(target.cluster.log_path)
+    log_offset = file_size(target.cluster.log_path)
     try:
         _execute(target, acc, instrumentation, log, log_offset)
     except UserError:
@@ -109,7 +109,7 @@ def run_one(
         acc.server_alive = acc.server_alive and target.cluster.alive()
     finally:
         _shutdown(target.cluster, acc)
-        _copy_server_log(target.cluster.log_path, log_offset, raw_dir / "server.log")
+        copy_server_log(target.cluster.log_path, log_offset, raw_dir / "server.log")
     acc.no_space = no_space_on(target, _read(raw_dir / "server.log") + acc.stderr + acc.reason)
     if acc.exit_code == 0 and not acc.reason:
         _footprint(target, acc)
@@ -220,7 +220,7 @@ def _lead_in(target: RunTarget, acc: RunState) -> bool:
     argv = acc.driver_prefix + driver.command(
         c.inst, endpoint(c), w, raw_dir=None, duration_s=bound_s
     )
-    acc.cycle_log_offset = _size(c.log_path)
+    acc.cycle_log_offset = file_size(c.log_path)
     tail, begin = cycles.LogTail(c.log_path, acc.cycle_log_offset), time.time()
     t0 = time.monotonic()
     res = execute(
@@ -232,7 +232,7 @@ def _lead_in(target: RunTarget, acc: RunState) -> bool:
         stop_when=lambda: cycles.opening(tail.checkpoints(), begin) is not None,
     )
     acc.timed("lead_in_s", t0)
-    _save(acc.raw_dir, "lead-in", argv, res.exit_code)
+    save_output(acc.raw_dir, "lead-in", argv, res.exit_code)
     found = cycles.opening(tail.checkpoints(), begin)
     if res.exit_code != 0 or not c.alive() or found is None:
         how = res.ended or f"exit code {res.exit_code}"
@@ -261,7 +261,7 @@ def _steady_warmup(target: RunTarget, acc: RunState) -> bool:
         )
         elapsed = time.monotonic() - t0
         chunks.append(stem)
-        _save(acc.raw_dir, stem, argv, res.exit_code)
+        save_output(acc.raw_dir, stem, argv, res.exit_code)
         if res.exit_code != 0 or not c.alive():
             return None
         tps = driver.parse(res.stdout, res.stderr).throughput
@@ -365,7 +365,7 @@ def _warmup(target: RunTarget, acc: RunState) -> bool:
         argv, acc.raw_dir, "warmup", timeout_s=w.warmup_s + WORKLOAD_GRACE_S, server_alive=c.alive
     )
     acc.timed("warmup_s", t0)
-    _save(acc.raw_dir, "warmup", argv, res.exit_code)
+    save_output(acc.raw_dir, "warmup", argv, res.exit_code)
     if res.exit_code != 0 or not c.alive():
         errors = driver.parse(res.stdout, res.stderr).errors
         how = res.ended or f"exit code {res.exit_code}"
@@ -422,7 +422,7 @@ def _measure(target: RunTarget, acc: RunState) -> None:
     if tail is not None:
         _record_cycles(tail, acc, begin)
     acc.stdout, acc.stderr = res.stdout, res.stderr
-    _save(acc.raw_dir, driver.name, acc.argv, res.exit_code)
+    save_output(acc.raw_dir, driver.name, acc.argv, res.exit_code)
     if res.ended:  # blocklab ended it: no exit code, no verdict on its output
         acc.server_alive = c.alive()
         died = "" if acc.server_alive else "the server died during the run; "
@@ -474,7 +474,7 @@ def _plan_pass(target: RunTarget, acc: RunState, log_offset: int) -> None:
     acc.timed("plan_pass_s", t0)
 
 
-def _save(raw_dir: Path, stem: str, argv: list[str], code: int | None) -> None:
+def save_output(raw_dir: Path, stem: str, argv: list[str], code: int | None) -> None:
     """The argv and exit code beside the output execute() wrote ("ended" when blocklab
     ended the driver)."""
     (raw_dir / f"{stem}.argv").write_text(shlex.join(argv) + "\n")
@@ -535,14 +535,14 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
     try:
         return path.stat().st_size
     except OSError:
         return 0
 
 
-def _copy_server_log(src: Path, offset: int, dest: Path) -> None:
+def copy_server_log(src: Path, offset: int, dest: Path) -> None:
     try:
         with open(src, "rb") as f:
             f.seek(offset)

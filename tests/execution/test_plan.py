@@ -181,3 +181,17 @@ def test_format_duration() -> None:
     assert plan.format_duration(59) == "59 s"
     assert plan.format_duration(61) == "1 min 01 s"
     assert plan.format_duration(3 * 3600 + 120) == "3 h 02 min"
+
+
+def test_interleaved_eta_counts_two_servers_and_the_slices(tmp_path: Path) -> None:
+    f = tmp_path / "il.toml"
+    f.write_text(
+        '[experiment]\nname = "il"\nrounds = 3\nreference = { block_size = 8 }\n'
+        '[design]\nkind = "interleaved"\nslice_s = 4\nslices = 6\n'
+        "[matrix]\nblock_size = [4, 8]\nduration = 60\nwarmup = 7\n"
+    )
+    p = plan.describe(spec.load(f))
+    per_round = 2 * (plan.PER_RUN_OVERHEAD_S + 7) + 2 * 6 * (4 + plan.PER_SLICE_OVERHEAD_S)
+    assert p.eta_runs_s == pytest.approx(3 * per_round)
+    assert p.runs == 6 and len(p.first_round) == 2
+    assert "Thue-Morse" in p.order_note

@@ -46,6 +46,7 @@ def test_every_example_is_covered() -> None:
         "fillfactor-footprint.toml",
         "fillfactor.toml",
         "fs-block-size.toml",
+        "interleaved-pagesize.toml",
         "page-size-device.toml",
         "page-size.toml",
         "pg18-aio-pagesize.toml",

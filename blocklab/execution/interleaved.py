@@ -1,0 +1,356 @@
+"""One round of the interleaved design: both variants' servers up at once, short slices.
+
+Per round each of the two variants gets a storage of its own, of the kind it asks for
+(Lab.own_target: the same build, dataset snapshot and settings as its ordinary runs).
+Each server in turn: restore the dataset, write the settings, start, the driver's
+prepare SQL, CHECKPOINT, one unmeasured warm-up slice of the matrix's warmup seconds.
+Then 2 x `slices` measured slices of `slice_s` seconds alternate between the two servers
+in the Thue-Morse order (blocklab.execution.orders.round_slices: A B B A B A A B ...; the
+round's first variant alternates from round to round), and both servers stop in `finally`.
+
+A variant's round is ONE record (position: its first slice's, 0 or 1; copy 0), so the
+analysis treats the round as a paired one: ok only when every one of its slices gave a
+value (else failed with its first failed slice's reason); transactions are the sum,
+`workload_duration_s` the sum of pgbench's own seconds (a slice's transactions / its
+tps), tps the total transactions / total seconds, latency_avg_ms the mean of the slices'
+averages weighted by their transactions. Each slice's output is kept in the variant's raw
+directory (`sNNN.stdout` ...) with `slices.csv` (position, variant_id, transactions,
+seconds, tps), and the server's log of the round as `server.log`.
+
+Probes: each server is bracketed by the instrumentation (blocklab.probes) from before the
+first measured slice to after the last, with no device: only server-level metrics are kept
+(WAL bytes, full-page images, pg_stat_io, server CPU); host-wide ones are dropped, and so
+are the 1 Hz series (the window holds the other server's slices). Both servers share the
+machine and usually one device, so device-level metrics could not be told apart: the
+record's provenance says `interleaved: device metrics not attributable`.
+
+Caveats (docs/PRECISION.md): each server's checkpoint timer runs in wall-clock time while
+it is driven about half of it, so per-transaction WAL and full-page images are not those
+of a run alone; a slice right after a switch of server ran 3.5 % slower in the bench,
+which the Thue-Morse balance cancels when both variants pay it alike.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from blocklab.errors import BlocklabError, UserError
+from blocklab.execution import orders, runner
+from blocklab.execution.run_state import RunLabel, RunTarget
+from blocklab.execution.runner import Instrumentation, InstrumentationFactory
+from blocklab.experiment_file.design import RunDesign
+from blocklab.model import Variant
+from blocklab.postgres.cluster import ServerStartError
+from blocklab.store import RunRecord
+from blocklab.timestamps import now_iso
+from blocklab.workloads import dataset
+from blocklab.workloads.base import endpoint
+from blocklab.workloads.execution import execute
+
+SLICE_GRACE_S = 60
+DEVICE_NOTE = "interleaved: device metrics not attributable"
+HOST_WIDE_PREFIXES = ("host_",)  # metrics of the whole machine: both servers mixed
+SLICES_CSV = "slices.csv"
+
+
+class OwnServers(Protocol):
+    """What a round needs of the lab (blocklab.execution.lab.Lab)."""
+
+    def own_target(self, variant: Variant) -> RunTarget: ...
+
+
+# -- pure ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SliceRun:
+    """One measured slice: its numbers, or why it gave none."""
+
+    position: int
+    variant_id: str
+    transactions: int = 0
+    seconds: float = 0.0  # pgbench's own measuring time: transactions / its tps
+    latency_avg_ms: float | None = None
+    reason: str = ""  # "" when the slice gave a value
+
+    @property
+    def tps(self) -> float | None:
+        return self.transactions / self.seconds if self.seconds > 0 and not self.reason else None
+
+
+@dataclass(frozen=True)
+class Totals:
+    transactions: int
+    seconds: float
+    tps: float
+    latency_avg_ms: float | None  # None when a slice did not report one
+
+
+def totals(slices: Sequence[SliceRun]) -> Totals:
+    """Total transactions / total seconds, and the transaction-weighted mean latency."""
+    seconds = sum(s.seconds for s in slices)
+    xacts = sum(s.transactions for s in slices)
+    if not slices or seconds <= 0 or any(s.reason for s in slices):
+        raise ValueError("totals() needs slices that all gave a measuring time")
+    lat = [s.latency_avg_ms for s in slices]
+    latency = None
+    if xacts > 0 and all(x is not None for x in lat):
+        latency = sum((s.latency_avg_ms or 0.0) * s.transactions for s in slices) / xacts
+    return Totals(xacts, seconds, xacts / seconds, latency)
+
+
+def first_failure(slices: Sequence[SliceRun]) -> str:
+    """The first failed slice's reason ("" when every slice gave a value)."""
+    bad = next((s for s in slices if s.reason), None)
+    return "" if bad is None else f"slice {bad.position}: {bad.reason}"
+
+
+def write_slices_csv(path: Path, slices: Sequence[SliceRun]) -> None:
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["position", "variant_id", "transactions", "seconds", "tps"])
+        for s in slices:
+            tps = s.tps
+            out.writerow([s.position, s.variant_id, s.transactions, f"{s.seconds:.6f}", _num(tps)])
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else f"{x:.6f}"
+
+
+def server_metrics(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
+    """The probe's metrics without the machine-wide ones."""
+    return {k: v for k, v in metrics.items() if not k.startswith(HOST_WIDE_PREFIXES)}
+
+
+# -- a server of the round -----------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    """One variant's server in the round and what it gathered."""
+
+    target: RunTarget
+    raw_dir: Path
+    started_at: str
+    log_offset: int = 0
+    reason: str = ""  # why it gave no slices (start or warm-up failed)
+    probe: Instrumentation | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    checkpoints: list[Any] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def start(server: Server) -> None:
+    """Restore the dataset, write the settings, start, prepare SQL and CHECKPOINT."""
+    t, c = server.target, server.target.cluster
+    c.stop()
+    dataset.restore(t.snapshot, c.data_dir, c.wal_dir)
+    c.write_settings(dict(t.settings.settings))
+    server.provenance["settings_written"] = dict(t.settings.settings)
+    server.log_offset = runner.file_size(c.log_path)
+    c.start()
+    sql = t.driver.prepare_sql(t.variant.workload)
+    if sql is not None:
+        c.psql(sql)
+    c.psql("CHECKPOINT")
+
+
+def run_slice(server: Server, seconds: int, stem: str, position: int) -> SliceRun:
+    """One driver execution of -T `seconds` against the server (the runner's command)."""
+    t, c = server.target, server.target.cluster
+    vid, driver = t.variant.variant_id, t.driver
+    argv = driver.command(c.inst, endpoint(c), t.variant.workload, raw_dir=None, duration_s=seconds)
+    res = execute(
+        argv, server.raw_dir, stem, timeout_s=seconds + SLICE_GRACE_S, server_alive=c.alive
+    )
+    runner.save_output(server.raw_dir, stem, argv, res.exit_code)
+    result = driver.parse(res.stdout, res.stderr)
+    why = res.ended or driver.verdict(res.exit_code, result, server_alive=c.alive())
+    if why or result.transactions is None or not result.throughput:
+        return SliceRun(position, vid, reason=why or f"{driver.name} reported no throughput")
+    xacts = result.transactions
+    return SliceRun(position, vid, xacts, xacts / result.throughput, result.latency_avg_ms)
+
+
+def open_server(lab: OwnServers, v: Variant, raw_dir: Path, warmup_s: int) -> Server:
+    """The variant's own server, started and warmed up; its reason says what failed."""
+    server = Server(target=lab.own_target(v), raw_dir=raw_dir, started_at=now_iso())
+    try:
+        start(server)
+    except ServerStartError as e:
+        server.reason = runner.start_failure_reason(e, raw_dir / "server.log")
+        return server
+    if warmup_s > 0:
+        warm = run_slice(server, warmup_s, "warmup", -1)
+        if warm.reason:
+            server.reason = f"warm-up failed: {warm.reason}"
+    return server
+
+
+def begin_probes(server: Server, factory: InstrumentationFactory | None) -> None:
+    """Bracket the server from now on (no device: only server-level counters)."""
+    if factory is None:
+        server.provenance["probes"] = "none"
+        return
+    target = dataclasses.replace(server.target, devices=[])
+    try:
+        probe = factory(runner.probe_context(target, target.cluster.log_path))
+        probe.begin()
+    except Exception as e:  # a probe must not cost the round; the failure is recorded
+        server.provenance["probes"] = f"not started: {type(e).__name__}: {e}"
+        return
+    server.probe, server.provenance["probes"] = probe, "started"
+
+
+def end_probes(server: Server, mine: Sequence[SliceRun]) -> None:
+    if server.probe is None:
+        return
+    got = [s for s in mine if not s.reason]
+    try:
+        result = server.probe.end(sum(s.transactions for s in got), sum(s.seconds for s in got))
+    except Exception as e:  # a probe must not cost the round; the failure is recorded
+        server.provenance["probes"] = f"failed at end: {type(e).__name__}: {e}"
+        return
+    server.metrics |= server_metrics(result.metrics)
+    server.checkpoints = list(result.checkpoints)
+    server.provenance["probe_facts"] = dict(result.facts)
+    missing = result.missing
+    server.provenance["probe_missing"] = (
+        dict(missing) if isinstance(missing, Mapping) else list(missing)
+    )
+
+
+def stop(server: Server) -> None:
+    """Read the settings back (server up), stop it, keep its part of the server log."""
+    c = server.target.cluster
+    try:
+        if c.alive():
+            server.settings = c.settings_readback()
+    except (BlocklabError, OSError) as e:
+        server.provenance["settings_readback"] = f"{type(e).__name__}: {e}"
+    finally:
+        c.stop()
+        runner.copy_server_log(c.log_path, server.log_offset, server.raw_dir / "server.log")
+
+
+# -- the round -----------------------------------------------------------------------------
+
+
+def run_round(
+    lab: OwnServers,
+    variants: Sequence[Variant],
+    design: RunDesign,
+    raw_dirs: Mapping[str, Path],
+    *,
+    label: RunLabel,
+    seed: int,
+    probes: InstrumentationFactory | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> dict[str, RunRecord]:
+    """One round of two variants (module docstring): variant_id -> its record."""
+    by_id = {v.variant_id: v for v in variants}
+    order = orders.round_slices(
+        list(by_id), seed=seed, slices=design.slices, round_no=label.round_no
+    )
+    servers: dict[str, Server] = {}
+    slices: list[SliceRun] = []
+    try:
+        for vid in dict.fromkeys(order):
+            servers[vid] = open_server(lab, by_id[vid], raw_dirs[vid], by_id[vid].workload.warmup_s)
+        if not any(s.reason for s in servers.values()):
+            slices = _measure(servers, order, design.slice_s, probes, log)
+    except UserError:
+        raise
+    except (BlocklabError, OSError) as e:
+        for s in servers.values():
+            s.reason = s.reason or f"{type(e).__name__}: {e}"
+    finally:
+        for s in servers.values():
+            stop(s)
+    return {
+        vid: _record(servers.get(vid), by_id[vid], label, order.index(vid), slices, raw_dirs[vid])
+        for vid in by_id
+    }
+
+
+def _measure(
+    servers: dict[str, Server],
+    order: Sequence[str],
+    slice_s: int,
+    probes: InstrumentationFactory | None,
+    log: Callable[[str], None],
+) -> list[SliceRun]:
+    for s in servers.values():
+        begin_probes(s, probes)
+    log(f"interleaved: {len(order)} slices of {slice_s} s")
+    t0 = time.monotonic()
+    slices = [
+        run_slice(servers[vid], slice_s, f"s{position:03d}", position)
+        for position, vid in enumerate(order)
+    ]
+    elapsed = time.monotonic() - t0
+    for vid, s in servers.items():
+        end_probes(s, [x for x in slices if x.variant_id == vid])
+        s.metrics["interleaved_window_s"] = round(elapsed, 6)
+        write_slices_csv(s.raw_dir / SLICES_CSV, [x for x in slices if x.variant_id == vid])
+    return slices
+
+
+def _record(
+    server: Server | None,
+    v: Variant,
+    label: RunLabel,
+    position: int,
+    slices: Sequence[SliceRun],
+    raw_dir: Path,
+) -> RunRecord:
+    mine = [s for s in slices if s.variant_id == v.variant_id]
+    reason = (server.reason if server else "") or first_failure(mine)
+    if not reason and not mine:
+        reason = "no slice ran (the other server failed to start or warm up)"
+    rec = RunRecord(
+        experiment=label.experiment,
+        variant_id=v.variant_id,
+        round=label.round_no,
+        position=position,
+        status="failed" if reason else "ok",
+        started_at=server.started_at if server else now_iso(),
+        ended_at=now_iso(),
+        reason=reason,
+        raw_dir=str(raw_dir),
+    )
+    if server is not None:
+        rec.settings = server.settings
+        rec.provenance = _provenance(server, len(mine))
+        rec.checkpoints = server.checkpoints
+        rec.metrics = dict(server.metrics)
+    if not reason:
+        t = totals(mine)
+        rec.tps, rec.transactions, rec.latency_avg_ms = t.tps, t.transactions, t.latency_avg_ms
+        rec.failed_transactions = 0
+        rec.exit_code = 0
+        rec.metrics = {**rec.metrics, "workload_duration_s": t.seconds, "slices": len(mine)}
+    return rec
+
+
+def _provenance(server: Server, n_slices: int) -> dict[str, Any]:
+    t, c = server.target, server.target.cluster
+    return {
+        **server.provenance,
+        "design": "interleaved",
+        "notes": [DEVICE_NOTE],
+        "slices": n_slices,
+        "driver": t.driver.name,
+        "throughput_metric": t.driver.throughput_metric,
+        "build_key": c.inst.key,
+        "storage_facts": dict(t.storage_facts),
+        "dataset": {"key": t.snapshot.key, "scale": t.snapshot.scale},
+    }
