@@ -26,6 +26,20 @@ that matches each order.
   variants are compared with the geometric mean of both reference copies. With grouped
   references every group's reference runs twice, and the A/A comparison pools the groups
   (`aa_rounds`: per round the geometric mean of each copy over the groups that have both).
+- `interleaved`: two variants, both servers up at once on storages of their own; the
+  driver alternates `slices` short pgbench slices of `slice_s` seconds per variant between
+  them in the Thue-Morse order (blocklab.execution.orders.slice_order: A B B A B A A B ...,
+  every pair of slices holds each variant once, and with a multiple of 4 slices both mean
+  positions are equal, so a drift linear in time cancels within the round). A round stores
+  ONE record per variant (its slices aggregated: total transactions / total seconds), so
+  it is analysed exactly as paired. Two caveats. (a) Each server's checkpoint timer runs in
+  wall-clock time while the server is driven about half of it: with a time-driven
+  checkpoint_timeout each server sees about twice as many checkpoints per transaction as a
+  run alone, so per-transaction WAL and full-page images are not those of a run alone; use
+  it for throughput and latency questions, or set checkpoint_timeout long enough (or let
+  max_wal_size drive the checkpoints). (b) A slice right after a switch of server ran
+  3.5 % slower in the bench (carry-over 1.035, 1.023 .. 1.047); the Thue-Morse balance
+  cancels it when both variants pay it alike.
 
 Values for the analysis are `variant_id -> round -> values by copy` (index = Slot.copy).
 No I/O here.
