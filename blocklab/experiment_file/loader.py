@@ -14,7 +14,7 @@ from typing import Any
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as run_design
 from blocklab.experiment_file import fleet, matrix, selectors, settings
-from blocklab.experiment_file.design import AA_CONTROL
+from blocklab.experiment_file.design import AA_CONTROL, INTERLEAVED
 from blocklab.experiment_file.dimensions import Dimension
 from blocklab.experiment_file.experiment import Experiment, default_seed
 from blocklab.experiment_file.matrix import Combo
@@ -195,6 +195,14 @@ def from_dict(data: dict[str, Any], *, base: Path, source: str | None = None) ->
     exp = _assemble(meta, dims, combos, data, vocab, source)
     run_design.check_footprint(rd, [v.storage.kind for v in exp.variants()])
     run_design.check_interleaved_variants(rd, [v.storage.kind for v in exp.variants()])
+    split = {h: len(ids) for h, ids in exp.host_variants.items() if len(ids) != 2}
+    if rd.kind == INTERLEAVED and split:
+        raise fail(
+            "fleet",
+            f"hosts {', '.join(f'{h} ({n} variant(s))' for h, n in sorted(split.items()))} "
+            f"with design.kind = {INTERLEAVED!r}",
+            "both variants on every host (the design alternates between two servers)",
+        )
     return exp
 
 

@@ -97,3 +97,13 @@ def test_a_block_device_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UserError) as e:
         spec.load(_file(tmp_path, '[design]\nkind = "interleaved"\n', matrix))
     assert "matrix.storage: kind 'device' with design.kind = 'interleaved'" in str(e.value)
+
+
+def test_a_fleet_host_with_one_variant_is_refused(tmp_path: Path) -> None:
+    design = '[design]\nkind = "interleaved"\n'
+    fleet = "[fleet.hosts]\nsolo = { block_size = 8 }\nboth = { block_size = 4 }\n"
+    with pytest.raises(UserError) as e:
+        spec.load(_file(tmp_path, design, MATRIX + fleet))
+    assert "fleet: hosts solo (1 variant(s)) with design.kind = 'interleaved'" in str(e.value)
+    ok = spec.load(_file(tmp_path, design, MATRIX + "[fleet.hosts]\nboth = { block_size = 4 }\n"))
+    assert len(ok.variants_on("both")) == 2
