@@ -38,8 +38,9 @@ that matches each order.
   run alone, so per-transaction WAL and full-page images are not those of a run alone; use
   it for throughput and latency questions, or set checkpoint_timeout long enough (or let
   max_wal_size drive the checkpoints). (b) A slice right after a switch of server ran
-  3.5 % slower in the bench (carry-over 1.035, 1.023 .. 1.047); the Thue-Morse balance
-  cancels it when both variants pay it alike.
+  3.5 % faster in the bench than one right after a repeat (carry-over 1.035, 1.023 ..
+  1.047: the server rested a slice); the Thue-Morse balance cancels it when both variants
+  gain alike.
 
 Values for the analysis are `variant_id -> round -> values by copy` (index = Slot.copy).
 No I/O here.

@@ -26,8 +26,9 @@ record's provenance says `interleaved: device metrics not attributable`.
 
 Caveats (docs/PRECISION.md): each server's checkpoint timer runs in wall-clock time while
 it is driven about half of it, so per-transaction WAL and full-page images are not those
-of a run alone; a slice right after a switch of server ran 3.5 % slower in the bench,
-which the Thue-Morse balance cancels when both variants pay it alike.
+of a run alone; a slice right after a switch of server ran 3.5 % faster in the bench than
+one right after a repeat, which the Thue-Morse balance cancels when both variants gain
+alike.
 """
 
 from __future__ import annotations
