@@ -194,7 +194,8 @@ DESIGN_ANALYSIS = {
     "aa-control": "paired plus the reference twice per round; the reference's value is the "
     "geometric mean of its 2 runs",
     "interleaved": "both servers up, slices in turns; per-round ratios of each variant's "
-    "slices (total transactions / total seconds)",
+    "slices (total transactions / total seconds); each server's checkpoint timer ran while "
+    "the other was driven, so per-transaction WAL and full-page images are not a lone run's",
 }
 
 

@@ -132,7 +132,18 @@ def _order_note(exp: Experiment, n_variants: int, n_references: int) -> str:
     if exp.until_ci_pct is not None and b.slots > 1:
         period = b.positions_period
         note += f"; adaptive rounds stay balanced over every completed period of {period} rounds"
+    if exp.run_design.kind == INTERLEAVED:
+        note += "\n" + INTERLEAVED_CHECKPOINT_NOTE
     return note
+
+
+# what a time-driven checkpoint_timeout does to two servers driven in turns (PRECISION.md)
+INTERLEAVED_CHECKPOINT_NOTE = (
+    "checkpoints: each server's checkpoint_timeout runs on while the other server is driven, "
+    "so each takes about twice the checkpoints per transaction of a run alone; its WAL and "
+    "full-page images per transaction are not a lone run's (compare throughput and latency, "
+    "or set checkpoint_timeout beyond a round)"
+)
 
 
 def format_duration(seconds: float) -> str:

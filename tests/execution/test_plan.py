@@ -195,3 +195,4 @@ def test_interleaved_eta_counts_two_servers_and_the_slices(tmp_path: Path) -> No
     assert p.eta_runs_s == pytest.approx(3 * per_round)
     assert p.runs == 6 and len(p.first_round) == 2
     assert "Thue-Morse" in p.order_note
+    assert "twice the checkpoints per transaction" in p.order_note
