@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from blocklab.analysis import stats
@@ -52,7 +52,12 @@ class CarryOver:
 
 def estimate(runs: Iterable[PositionRun]) -> CarryOver:
     """The carry-over ratio (after a switch / after a repeat) with its 95 % CI."""
-    samples = round_log_ratios(runs)
+    return from_round_log_ratios(round_log_ratios(runs))
+
+
+def from_round_log_ratios(samples: Mapping[int, float]) -> CarryOver:
+    """The CarryOver of per-round samples (round -> log(after a switch / after a
+    repeat)): their paired t interval, as a ratio; every estimate is built here."""
     if not samples:
         return CarryOver(None, 0, "no round ran a variant both after a switch and after a repeat")
     ones = dict.fromkeys(samples, 1.0)
