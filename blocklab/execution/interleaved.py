@@ -15,7 +15,10 @@ value (else failed with its first failed slice's reason); transactions are the s
 tps), tps the total transactions / total seconds, latency_avg_ms the mean of the slices'
 averages weighted by their transactions. Each slice's output is kept in the variant's raw
 directory (`sNNN.stdout` ...) with `slices.csv` (position, variant_id, transactions,
-seconds, tps), and the server's log of the round as `server.log`.
+seconds, tps), and the server's log of the round as `server.log`. An ok record also carries
+its slices' A/A halves and carry-over (`slice_metrics`: aa_tps_half0/1 when its slices are a
+multiple of 4, tps_after_switch/_repeat), which the summary turns into the design's own
+A/A verdict and carry-over estimate (blocklab.analysis.interleaved_checks).
 
 Probes: each server is bracketed by the instrumentation (blocklab.probes) from before the
 first measured slice to after the last, with no device: only server-level metrics are kept
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from blocklab.analysis import interleaved_checks as checks
 from blocklab.errors import BlocklabError, UserError
 from blocklab.execution import orders, runner
 from blocklab.execution.run_state import RunLabel, RunTarget
@@ -110,6 +114,53 @@ def first_failure(slices: Sequence[SliceRun]) -> str:
     """The first failed slice's reason ("" when every slice gave a value)."""
     bad = next((s for s in slices if s.reason), None)
     return "" if bad is None else f"slice {bad.position}: {bad.reason}"
+
+
+def halves_tps(mine: Sequence[SliceRun]) -> tuple[float, float] | None:
+    """A variant's A/A halves (its slices in round order): its k-th slice, k counted over
+    its own slices, goes to half orders.thue_morse(k); each half's tps is its total
+    transactions / total seconds. None unless the count is a multiple of 4 (then both
+    halves hold as many slices with the same mean k)."""
+    if not mine or len(mine) % 4:
+        return None
+    halves: tuple[list[SliceRun], list[SliceRun]] = ([], [])
+    for k, s in enumerate(sorted(mine, key=lambda s: s.position)):
+        halves[orders.thue_morse(k)].append(s)
+    return totals(halves[0]).tps, totals(halves[1]).tps
+
+
+def switch_repeat_tps(
+    mine: Sequence[SliceRun], order: Sequence[str]
+) -> tuple[float | None, float | None]:
+    """The tps (total transactions / total seconds) of a variant's slices right after a
+    slice of the other variant, and right after one of its own (`order`: the round's
+    variant per position); the round's first slice follows none and is left out. None for
+    a group without a slice."""
+    switch: list[SliceRun] = []
+    repeat: list[SliceRun] = []
+    for s in mine:
+        if s.position > 0:
+            (repeat if order[s.position - 1] == s.variant_id else switch).append(s)
+    return (
+        totals(switch).tps if switch else None,
+        totals(repeat).tps if repeat else None,
+    )
+
+
+def slice_metrics(mine: Sequence[SliceRun], order: Sequence[str]) -> dict[str, float]:
+    """The record's A/A halves and carry-over metrics (blocklab.analysis.interleaved_checks)
+    from a variant's slices that all gave a value; a metric that cannot be computed is
+    left out."""
+    out: dict[str, float] = {}
+    halves = halves_tps(mine)
+    if halves is not None:
+        out[checks.AA_TPS_HALF0], out[checks.AA_TPS_HALF1] = halves
+    switch, repeat = switch_repeat_tps(mine, order)
+    if switch is not None:
+        out[checks.TPS_AFTER_SWITCH] = switch
+    if repeat is not None:
+        out[checks.TPS_AFTER_REPEAT] = repeat
+    return out
 
 
 def write_slices_csv(path: Path, slices: Sequence[SliceRun]) -> None:
@@ -277,7 +328,7 @@ def run_round(
         for s in servers.values():
             stop(s)
     return {
-        vid: _record(servers.get(vid), by_id[vid], label, order.index(vid), slices, raw_dirs[vid])
+        vid: _record(servers.get(vid), by_id[vid], label, order, slices, raw_dirs[vid])
         for vid in by_id
     }
 
@@ -309,11 +360,12 @@ def _record(
     server: Server | None,
     v: Variant,
     label: RunLabel,
-    position: int,
+    order: Sequence[str],
     slices: Sequence[SliceRun],
     raw_dir: Path,
 ) -> RunRecord:
     mine = [s for s in slices if s.variant_id == v.variant_id]
+    position = order.index(v.variant_id)
     reason = (server.reason if server else "") or first_failure(mine)
     if not reason and not mine:
         reason = "no slice ran (the other server failed to start or warm up)"
@@ -338,7 +390,12 @@ def _record(
         rec.tps, rec.transactions, rec.latency_avg_ms = t.tps, t.transactions, t.latency_avg_ms
         rec.failed_transactions = 0
         rec.exit_code = 0
-        rec.metrics = {**rec.metrics, "workload_duration_s": t.seconds, "slices": len(mine)}
+        rec.metrics = {
+            **rec.metrics,
+            "workload_duration_s": t.seconds,
+            "slices": len(mine),
+            **slice_metrics(mine, order),
+        }
     return rec
 
 

@@ -45,3 +45,58 @@ def test_slices_csv(tmp_path: Path) -> None:
 def test_machine_wide_metrics_are_left_out() -> None:
     got = il.server_metrics({"wal_bytes": 1.0, "host_cpu_busy_s": 2.0, "server_cpu_s": 3.0})
     assert got == {"wal_bytes": 1.0, "server_cpu_s": 3.0}
+
+
+# A round of 8 slices per variant: Thue-Morse over 16 positions, written out by hand
+ORDER_16 = list("ABBABAABBAABABBA")
+A_POSITIONS = [0, 3, 5, 6, 9, 10, 12, 15]
+B_POSITIONS = [1, 2, 4, 7, 8, 11, 13, 14]
+A_XACTS = [50, 120, 80, 200, 60, 90, 110, 70]
+A_SECONDS = [0.5, 1.0, 1.0, 2.0, 0.5, 1.0, 1.0, 0.5]
+
+
+def _a_slices() -> list[SliceRun]:
+    return [SliceRun(p, "A", x, s) for p, x, s in zip(A_POSITIONS, A_XACTS, A_SECONDS, strict=True)]
+
+
+def test_aa_halves_take_the_kth_own_slice_by_thue_morse() -> None:
+    assert [i for i, v in enumerate(ORDER_16) if v == "A"] == A_POSITIONS
+    # k 0 3 5 6 -> half 0: (50 + 200 + 90 + 110) / (0.5 + 2 + 1 + 1) = 450 / 4.5
+    # k 1 2 4 7 -> half 1: (120 + 80 + 60 + 70) / (1 + 1 + 0.5 + 0.5) = 330 / 3
+    assert il.halves_tps(_a_slices()) == pytest.approx((100.0, 110.0))
+    # the order the slices are given in does not matter: k counts in round order
+    assert il.halves_tps(list(reversed(_a_slices()))) == pytest.approx((100.0, 110.0))
+
+
+def test_aa_halves_need_a_multiple_of_4_slices() -> None:
+    assert il.halves_tps(_a_slices()[:6]) is None
+    assert il.halves_tps(_a_slices()[:2]) is None
+    assert il.halves_tps([]) is None
+    # 4 slices: k 0 3 against k 1 2
+    assert il.halves_tps(_a_slices()[:4]) == pytest.approx((250 / 2.5, 200 / 2.0))
+
+
+def test_after_switch_and_after_repeat_follow_the_previous_position() -> None:
+    # A at 3 5 9 12 15 follows B (switch), at 6 10 follows A (repeat), 0 follows none
+    switch = (120 + 80 + 60 + 110 + 70) / (1 + 1 + 0.5 + 1 + 0.5)
+    repeat = (200 + 90) / (2 + 1)
+    assert il.switch_repeat_tps(_a_slices(), ORDER_16) == pytest.approx((switch, repeat))
+    # B: repeats at 2 8 14 ran 80 per second, switches at 1 4 7 11 13 100
+    b = [SliceRun(p, "B", 80 if p in (2, 8, 14) else 100, 1.0) for p in B_POSITIONS]
+    assert il.switch_repeat_tps(b, ORDER_16) == pytest.approx((100.0, 80.0))
+
+
+def test_slice_metrics_leave_out_what_cannot_be_computed() -> None:
+    order = list("ABBA")  # two slices each: A at 0 (no previous) and 3 (after a switch)
+    a = [SliceRun(0, "A", 100, 1.0), SliceRun(3, "A", 300, 2.0)]
+    assert il.slice_metrics(a, order) == {"tps_after_switch": pytest.approx(150.0)}
+    b = [SliceRun(1, "B", 100, 1.0), SliceRun(2, "B", 90, 1.0)]
+    assert il.slice_metrics(b, order) == {
+        "tps_after_switch": pytest.approx(100.0),
+        "tps_after_repeat": pytest.approx(90.0),
+    }
+    got = il.slice_metrics(_a_slices(), ORDER_16)
+    assert sorted(got) == sorted(
+        ["aa_tps_half0", "aa_tps_half1", "tps_after_switch", "tps_after_repeat"]
+    )
+    assert (got["aa_tps_half0"], got["aa_tps_half1"]) == pytest.approx((100.0, 110.0))
