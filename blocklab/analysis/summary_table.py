@@ -18,6 +18,7 @@ from blocklab.analysis import carryover, stats
 from blocklab.analysis.aa import aa_sentence
 from blocklab.analysis.metrics import SPEED_METRICS, MetricInfo, metric_info
 from blocklab.analysis.summary import ExperimentSummary, VariantSummary
+from blocklab.experiment_file.design import INTERLEAVED
 from blocklab.units import NO_VALUE, fmt_difference, fmt_value
 
 VARIANT, N, MEAN, MIN, MEDIAN, MAX, CI, GAIN, VERDICT, LATENCY, FAILED = (
@@ -151,8 +152,9 @@ def design_lines(s: ExperimentSummary) -> list[str]:
     lines = [f"design {s.design}: " + DESIGN_ANALYSIS.get(s.design, "")]
     if s.aa is not None:
         width = s.aa.ci_half_width_pct
+        copies = "half 1 vs half 0" if s.design == INTERLEAVED else "copy 1 vs copy 0"
         lines.append(
-            f"A/A noise floor ({s.aa_label} copy 1 vs copy 0, {s.aa.n_pairs} rounds): "
+            f"A/A noise floor ({s.aa_label} {copies}, {s.aa.n_pairs} rounds): "
             f"{gain_text(s.aa, '')}"
             + (f", CI half-width {width:.2f} %" if width is not None else "")
             + "; a comparison inside this is not a difference the machine can show"

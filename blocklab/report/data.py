@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.analysis import carryover, stationarity
+from blocklab.analysis import interleaved_checks as checks
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
@@ -22,7 +23,7 @@ from blocklab.analysis.stats import Comparison
 from blocklab.analysis.summary import design_of, judged_series, measures_whole_cycles
 from blocklab.economics import device_store
 from blocklab.errors import UserError
-from blocklab.experiment_file.design import AA_CONTROL
+from blocklab.experiment_file.design import AA_CONTROL, INTERLEAVED
 from blocklab.report import shape
 from blocklab.store import RESULTS_DB_NAME, ResultsStore
 from blocklab.store.factory import is_postgres, open_store
@@ -234,19 +235,40 @@ def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> 
         stored_name=name,
         design=design,
         aa=_aa(runs, design, ref),
-        carryover=carryover.estimate(
-            carryover.PositionRun(r.round, r.position, r.variant_id, _value(r, "tps")) for r in runs
-        ),
+        carryover=_carryover(runs, design, ref),
         stationarity=[] if measures_whole_cycles(exp) else stationarity_notes(db, variants, runs),
     )
 
 
 def _aa(runs: list[RunView], design: str, ref: str | None) -> Comparison | None:
-    """aa-control's A/A comparison of the throughput, as in the summary."""
+    """aa-control's A/A comparison of the throughput, as in the summary; interleaved's
+    from the Thue-Morse halves of the reference's slices."""
+    if design == INTERLEAVED and ref is not None:
+        half0, half1 = (
+            round_values(runs, ref, m, design, is_reference=True).values
+            for m in (checks.AA_TPS_HALF0, checks.AA_TPS_HALF1)
+        )
+        return checks.aa_halves([(half0, half1)])
     if design != AA_CONTROL or ref is None:
         return None
     mine = [RunValue(r.round, r.copy_index, _value(r, "tps")) for r in runs if r.variant_id == ref]
     return aa_comparison(mine)
+
+
+def _carryover(runs: list[RunView], design: str, ref: str | None) -> CarryOver:
+    """The throughput's carry-over, as in the summary: interleaved's from its slices."""
+    if design != INTERLEAVED:
+        return carryover.estimate(
+            carryover.PositionRun(r.round, r.position, r.variant_id, _value(r, "tps")) for r in runs
+        )
+
+    def per_round(vid: str, metric: str) -> dict[int, float]:
+        return round_values(runs, vid, metric, design, is_reference=vid == ref).values
+
+    vids = dict.fromkeys(r.variant_id for r in runs)
+    return checks.carry_over(
+        (per_round(v, checks.TPS_AFTER_SWITCH), per_round(v, checks.TPS_AFTER_REPEAT)) for v in vids
+    )
 
 
 def stationarity_notes(

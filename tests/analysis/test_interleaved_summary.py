@@ -1,0 +1,158 @@
+"""The interleaved design's own A/A verdict and carry-over, from its records' slice
+metrics, in the summary, its printed lines and the report's experiment page."""
+
+from __future__ import annotations
+
+import io
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+from helpers import small_experiment
+from rich.console import Console
+
+from blocklab.analysis import carryover, interleaved_checks
+from blocklab.analysis.summary import summarize_experiment
+from blocklab.analysis.summary_table import print_summary
+from blocklab.report.data import load_experiment
+from blocklab.report.pagedata import experiment_json
+from blocklab.store import ResultsDB, RunRecord
+
+# two-sided 95 % Student t critical values (tables), by degrees of freedom
+T95 = {7: 2.364624251010299, 8: 2.306004135204166}
+NOISE = [0.01, -0.01, 0.02, -0.02, 0.005, -0.005, 0.0, 0.0]  # rounds 1 .. 8
+ROUNDS = range(1, 9)
+
+
+def _expected(log_ratios: list[float]) -> tuple[float, float, float]:
+    """(ratio, CI low, CI high) of the paired t interval on the log ratios, here."""
+    n = len(log_ratios)
+    m = statistics.fmean(log_ratios)
+    half = T95[n - 1] * statistics.stdev(log_ratios) / math.sqrt(n)
+    return math.exp(m), math.exp(m - half), math.exp(m + half)
+
+
+def _store(db: ResultsDB, aa_bias: float) -> None:
+    """Rounds 1..8: both ok; the reference's half 1 = half 0 x aa_bias x (1 + noise), its
+    switch/repeat 1.04 x (1 + noise), the other's 1.02 / (1 + noise). Round 9: the
+    reference failed (its metrics must be ignored), the other ok with ratio 1.03."""
+    small_experiment(
+        db,
+        "il",
+        "ref",
+        [("ref", "ref", "{}", {}), ("new", "new", "{}", {})],
+        spec={"design": {"kind": "interleaved", "slice_s": 1, "slices": 4}},
+    )
+    for rnd in ROUNDS:
+        base = 1000.0 + 37.0 * rnd  # the round's drift: paired away
+        e = NOISE[rnd - 1]
+        ref = {
+            "aa_tps_half0": base,
+            "aa_tps_half1": base * aa_bias * (1 + e),
+            "tps_after_switch": base * 1.04 * (1 + e),
+            "tps_after_repeat": base,
+        }
+        new = {"tps_after_switch": 2 * base * 1.02 / (1 + e), "tps_after_repeat": 2 * base}
+        new |= {"aa_tps_half0": 2 * base, "aa_tps_half1": 2 * base}
+        db.record_run(RunRecord("il", "ref", rnd, 0, "ok", "t0", "t1", tps=base, metrics=ref))
+        db.record_run(RunRecord("il", "new", rnd, 1, "ok", "t0", "t1", tps=2 * base, metrics=new))
+    bad = {k: 10.0 for k in interleaved_checks.SLICE_METRICS} | {"aa_tps_half0": 1.0}
+    db.record_run(
+        RunRecord("il", "ref", 9, 0, "failed", "t0", "t1", reason="slice 3: boom", metrics=bad)
+    )
+    nine = {"tps_after_switch": 1030.0, "tps_after_repeat": 1000.0}
+    db.record_run(RunRecord("il", "new", 9, 1, "ok", "t0", "t1", tps=1000.0, metrics=nine))
+
+
+def _carryover_expected() -> tuple[float, float, float]:
+    per_round = [
+        statistics.fmean([math.log(1.04 * (1 + e)), math.log(1.02 / (1 + e))]) for e in NOISE
+    ]
+    return _expected([*per_round, math.log(1.03)])  # round 9: the other variant alone
+
+
+def _printed(db: ResultsDB) -> str:
+    console = Console(width=200, record=True, file=io.StringIO())
+    print_summary(console, summarize_experiment(db, "il"))
+    return " ".join(console.export_text().split())
+
+
+def test_a_bias_between_the_halves_is_named_and_carry_over_measured(tmp_path: Path) -> None:
+    with ResultsDB(tmp_path / "results") as db:
+        _store(db, aa_bias=1.10)
+        s = summarize_experiment(db, "il")
+        ratio, lo, hi = _expected([math.log(1.10 * (1 + e)) for e in NOISE])
+        assert s.aa is not None and s.aa.n_pairs == 8  # round 9's failed record left out
+        assert (s.aa.estimate, s.aa.ci95_low, s.aa.ci95_high) == pytest.approx((ratio, lo, hi))
+        assert lo > 1  # the CI excludes 1: a bias
+        assert s.aa_label == "ref (Thue-Morse halves of its slices)"
+        c = s.carryover
+        assert c is not None and c.comparison is not None and c.n_rounds == 9
+        k = c.comparison
+        assert (k.ratio, k.ci95_low, k.ci95_high) == pytest.approx(_carryover_expected())
+        out = _printed(db)
+        bias = f"bias of {(ratio - 1) * 100:+.1f} % (95 % CI {(lo - 1) * 100:+.1f} %"
+        assert f"A/A: this machine or design shows a {bias}" in out, out
+        assert "A/A noise floor (ref (Thue-Morse halves of its slices) half 1 vs half 0" in out
+        assert "+10.0 %" in bias
+        co = f"runs right after a switch were {(_carryover_expected()[0] - 1) * 100:.1f} % faster"
+        assert co in out, out
+        # the report's experiment page: the same numbers and sentences
+        view = load_experiment(db, "il")
+        page = experiment_json(view)
+        assert page["aa"]["ratio"] == pytest.approx(ratio, rel=1e-3)
+        assert page["aa"]["flagged"] is True and bias in page["aa"]["text"]
+        assert page["carryover"]["ratio"] == pytest.approx(_carryover_expected()[0], rel=1e-3)
+        assert page["carryover"]["rounds"] == 9 and co in page["carryover"]["text"]
+
+
+def test_equal_halves_with_noise_show_no_bias(tmp_path: Path) -> None:
+    with ResultsDB(tmp_path / "results") as db:
+        _store(db, aa_bias=1.0)
+        s = summarize_experiment(db, "il")
+        ratio, lo, hi = _expected([math.log(1 + e) for e in NOISE])
+        assert s.aa is not None
+        assert (s.aa.estimate, s.aa.ci95_low, s.aa.ci95_high) == pytest.approx((ratio, lo, hi))
+        assert lo < 1 < hi
+        assert "A/A: no bias detected" in _printed(db)
+        assert load_experiment(db, "il").aa == s.aa
+
+
+def test_without_slice_metrics_there_is_no_verdict_and_other_metrics_have_none(
+    tmp_path: Path,
+) -> None:
+    with ResultsDB(tmp_path / "results") as db:
+        small_experiment(
+            db,
+            "il",
+            "ref",
+            [("ref", "ref", "{}", {}), ("new", "new", "{}", {})],
+            spec={"design": {"kind": "interleaved"}},
+        )
+        for rnd in ROUNDS:
+            for pos, vid in enumerate(("ref", "new")):
+                db.record_run(RunRecord("il", vid, rnd, pos, "ok", "t0", "t1", tps=100.0 + rnd))
+        s = summarize_experiment(db, "il")
+        assert s.aa is None and load_experiment(db, "il").aa is None  # nothing to say
+        assert s.carryover is not None and s.carryover.comparison is None
+        out = _printed(db)
+        assert "design interleaved" in out and "A/A" not in out and "carry-over" not in out
+        assert summarize_experiment(db, "il", "latency_avg_ms").aa is None
+
+
+def test_from_round_log_ratios_is_the_estimate_of_positions() -> None:
+    runs = [
+        carryover.PositionRun(1, 0, "a", 100.0),
+        carryover.PositionRun(1, 1, "b", 100.0),
+        carryover.PositionRun(1, 2, "b", 90.0),
+        carryover.PositionRun(1, 3, "a", 105.0),
+    ]
+    # round 1: only b has both: after a switch 100 (pos 1), after a repeat 90 (pos 2)
+    assert carryover.round_log_ratios(runs) == pytest.approx({1: math.log(100 / 90)})
+    got = carryover.estimate(runs)
+    same = carryover.from_round_log_ratios({1: math.log(100 / 90)})
+    assert got.comparison is not None and same.comparison is not None
+    assert got.comparison.estimate == pytest.approx(same.comparison.estimate) == 100 / 90
+    assert (got.n_rounds, got.note) == (same.n_rounds, same.note) == (1, "")
+    assert carryover.from_round_log_ratios({}).note == carryover.estimate([]).note != ""
