@@ -1,6 +1,7 @@
 """The interleaved design end to end with real builds, servers and pgbench: one round of
-two slices per variant, both servers up at once on dir storages of their own, one record
-per variant from its slices, both servers stopped afterwards, the summary comparing them."""
+four slices per variant, both servers up at once on dir storages of their own, one record
+per variant from its slices (with its A/A halves and carry-over), both servers stopped
+afterwards, the summary comparing them."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ reference = { block_size = 8 }
 [design]
 kind = "interleaved"
 slice_s = 1
-slices = 2
+slices = 4
 
 [matrix]
 postgres = "18"
@@ -65,6 +66,30 @@ def _alive(pid: int) -> str:
     return "" if stat.rsplit(")", 1)[1].split()[0] == "Z" else f"{pid}: {cmd}"
 
 
+def _tps(slices: list[dict[str, str]]) -> float:
+    return sum(int(s["transactions"]) for s in slices) / sum(float(s["seconds"]) for s in slices)
+
+
+def _check_slice_metrics(
+    vid: str,
+    slices: list[dict[str, str]],
+    order: list[str],
+    stored: dict[tuple[int, str], float],
+    run_id: int,
+) -> None:
+    """The record's A/A halves and carry-over, recomputed from its slices.csv: of its 4
+    slices the 1st and 4th are half 0, the 2nd and 3rd half 1 (Thue-Morse 0 1 1 0)."""
+    got = {name: v for (rid, name), v in stored.items() if rid == run_id}
+    assert got["aa_tps_half0"] == pytest.approx(_tps([slices[0], slices[3]]), rel=1e-5)
+    assert got["aa_tps_half1"] == pytest.approx(_tps([slices[1], slices[2]]), rel=1e-5)
+    after = [s for s in slices if int(s["position"]) > 0]
+    switch = [s for s in after if order[int(s["position"]) - 1] != vid]
+    repeat = [s for s in after if order[int(s["position"]) - 1] == vid]
+    assert switch and repeat  # A B B A B A A B: each variant has both
+    assert got["tps_after_switch"] == pytest.approx(_tps(switch), rel=1e-5)
+    assert got["tps_after_repeat"] == pytest.approx(_tps(repeat), rel=1e-5)
+
+
 @pytest.mark.alongside(2)
 def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
     paths: Paths,
@@ -79,16 +104,22 @@ def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
     with sqlite3.connect(results / "blocklab.sqlite") as c:
         c.row_factory = sqlite3.Row
         rows = list(c.execute("SELECT * FROM runs ORDER BY position"))
+        stored = {
+            (m["run_id"], m["name"]): m["value"]
+            for m in c.execute("SELECT * FROM metrics WHERE name LIKE '%tps%'")
+        }
     assert len(rows) == 2
     assert {r["status"] for r in rows} == {"ok"}, [r["reason"] for r in rows]
     assert [(r["round"], r["copy_index"], r["position"]) for r in rows] == [(1, 0, 0), (1, 0, 1)]
     first = rows[0]["variant_id"]
     measured = []
+    mine: dict[str, list[dict[str, str]]] = {}
     for r in rows:
         (raw,) = [d for d in results.rglob(f"r001-*-{r['variant_id']}") if d.is_dir()]
         slices = list(csv.DictReader((raw / "slices.csv").open()))
-        assert len(slices) == 2 and {s["variant_id"] for s in slices} == {r["variant_id"]}
+        assert len(slices) == 4 and {s["variant_id"] for s in slices} == {r["variant_id"]}
         measured += slices
+        mine[r["variant_id"]] = sorted(slices, key=lambda s: int(s["position"]))
         xacts = sum(int(s["transactions"]) for s in slices)
         seconds = sum(float(s["seconds"]) for s in slices)
         assert r["transactions"] == xacts > 0
@@ -105,9 +136,12 @@ def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
     # Thue-Morse over the round: A B B A, A being the round's first variant
     order = [s["variant_id"] for s in sorted(measured, key=lambda s: int(s["position"]))]
     other = next(r["variant_id"] for r in rows if r["variant_id"] != first)
-    assert order == [first, other, other, first]
+    assert order == [first, other, other, first, other, first, first, other]
+    for r in rows:
+        _check_slice_metrics(r["variant_id"], mine[r["variant_id"]], order, stored, r["id"])
     assert not list(paths.work.rglob("postmaster.pid"))  # no server left behind
     summary = _run("summary", "--results", str(results))
     assert summary.returncode == 0, summary.stderr
     out = " ".join(summary.stdout.split())
     assert "design interleaved" in out and "bs=4k" in out and "bs=8k" in out, out[-3000:]
+    assert "Thue-Morse halves of its slices) half 1 vs half 0, 1 rounds" in out, out[-3000:]
