@@ -43,6 +43,7 @@ class CarryOver:
     comparison: stats.Comparison | None  # after a switch / after a repeat, paired by round
     n_rounds: int  # rounds with a variant run both after a switch and after a repeat
     note: str = ""  # why there is no estimate
+    of: str = "runs"  # what was compared: "runs", or "slices" (interleaved rounds)
 
     @property
     def detected(self) -> bool:
@@ -55,14 +56,17 @@ def estimate(runs: Iterable[PositionRun]) -> CarryOver:
     return from_round_log_ratios(round_log_ratios(runs))
 
 
-def from_round_log_ratios(samples: Mapping[int, float]) -> CarryOver:
+def from_round_log_ratios(samples: Mapping[int, float], of: str = "runs") -> CarryOver:
     """The CarryOver of per-round samples (round -> log(after a switch / after a
-    repeat)): their paired t interval, as a ratio; every estimate is built here."""
+    repeat)) of `of` ("runs" or "slices"): their paired t interval, as a ratio; every
+    estimate is built here."""
     if not samples:
-        return CarryOver(None, 0, "no round ran a variant both after a switch and after a repeat")
+        return CarryOver(
+            None, 0, "no round ran a variant both after a switch and after a repeat", of
+        )
     ones = dict.fromkeys(samples, 1.0)
     ratios = {r: math.exp(x) for r, x in samples.items()}
-    return CarryOver(stats.compare_paired(ones, ratios), len(samples))
+    return CarryOver(stats.compare_paired(ones, ratios), len(samples), of=of)
 
 
 def round_log_ratios(runs: Iterable[PositionRun]) -> dict[int, float]:
@@ -107,16 +111,23 @@ def sentence(c: CarryOver, words: tuple[str, str] = ("faster", "slower")) -> str
     ci = _ci_pct(k)
     if not c.detected:
         return (
-            f"carry-over: none detected: runs right after a switch vs after a repeat "
+            f"carry-over: none detected: {c.of} right after a switch vs after a repeat "
             f"{k.ratio:.3f} (95 % CI {ci}, {c.n_rounds} rounds)"
         )
     pct = abs(k.ratio - 1) * 100
     up, down = words
     return (
-        f"runs right after a switch were {pct:.1f} % {up if k.ratio > 1 else down} "
-        f"(95 % CI {ci}, {c.n_rounds} rounds): carry-over; compare with A B B A or a "
-        "longer warm-up"
+        f"{c.of} right after a switch were {pct:.1f} % {up if k.ratio > 1 else down} "
+        f"(95 % CI {ci}, {c.n_rounds} rounds): carry-over; {ADVICE.get(c.of, ADVICE['runs'])}"
     )
+
+
+ADVICE = {
+    "runs": "compare with A B B A or a longer warm-up",
+    # interleaved: the Thue-Morse order gives each variant as many switched slices
+    "slices": "the Thue-Morse order gives both variants as many switched slices, so it "
+    "cancels in the comparison only if both gain or lose alike",
+}
 
 
 def _ci_pct(k: stats.Comparison) -> str:

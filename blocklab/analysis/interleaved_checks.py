@@ -63,7 +63,7 @@ def carry_over(variants: Iterable[tuple[RoundValues, RoundValues]]) -> CarryOver
             if _usable(s) and _usable(p):
                 logs.setdefault(r, []).append(math.log(s / p))
     return carryover.from_round_log_ratios(
-        {r: statistics.fmean(xs) for r, xs in sorted(logs.items())}
+        {r: statistics.fmean(xs) for r, xs in sorted(logs.items())}, of="slices"
     )
 
 

@@ -96,8 +96,10 @@ def test_a_bias_between_the_halves_is_named_and_carry_over_measured(tmp_path: Pa
         assert f"A/A: this machine or design shows a {bias}" in out, out
         assert "A/A noise floor (ref (Thue-Morse halves of its slices) half 1 vs half 0" in out
         assert "+10.0 %" in bias
-        co = f"runs right after a switch were {(_carryover_expected()[0] - 1) * 100:.1f} % faster"
+        pct = (_carryover_expected()[0] - 1) * 100
+        co = f"slices right after a switch were {pct:.1f} % faster"
         assert co in out, out
+        assert "the Thue-Morse order gives both variants as many switched slices" in out
         # the report's experiment page: the same numbers and sentences
         view = load_experiment(db, "il")
         page = experiment_json(view)
