@@ -19,6 +19,11 @@ from blocklab.state import State
 from blocklab.storage.devices import is_mount_point
 
 UMOUNT_TRIES = 20
+# `losetup -d` on a device someone still holds open (udev's probe after an unmount, a
+# scan of block devices by another process) only marks it for autoclear: the kernel
+# detaches it at the last close. Wait this long for that before saying it is still there.
+DETACH_WAIT_S = 15.0
+DETACH_POLL_S = 0.05
 
 
 def create_image(image: Path, size_bytes: int, state: State) -> None:
@@ -53,15 +58,32 @@ def loops_backed_by(image: Path) -> list[str]:
     return sorted(found)
 
 
-def detach_and_delete(image: Path, state: State) -> list[str]:
-    """Detach every loop device backed by `image`, delete it, forget it. Idempotent."""
+def detach_and_delete(image: Path, state: State, *, wait_s: float = DETACH_WAIT_S) -> list[str]:
+    """Detach every loop device backed by `image`, wait (at most `wait_s`) until the
+    kernel has let go of them, delete the image, forget it. Idempotent. A device still
+    attached after the wait is a StorageError naming it (the image is kept then)."""
     detached = []
     for device in loops_backed_by(image):
         proc.run(["losetup", "-d", device], timeout_s=60)
         detached.append(device)
+    left = _wait_detached(image, wait_s)
+    if left:
+        raise StorageError(
+            f"{', '.join(left)} still attached to {image} {wait_s:g} s after losetup -d: "
+            "a process holds it open; the kernel detaches it at its last close "
+            "(then run `blocklab cleanup`)"
+        )
     image.unlink(missing_ok=True)
     state.remove("loop", str(image))
     return detached
+
+
+def _wait_detached(image: Path, wait_s: float) -> list[str]:
+    """The loop devices still backed by `image` after waiting at most `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    while (left := loops_backed_by(image)) and time.monotonic() < deadline:
+        time.sleep(DETACH_POLL_S)
+    return left
 
 
 def direct_io(device: str) -> bool | None:
