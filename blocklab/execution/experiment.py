@@ -313,13 +313,16 @@ class Loop:
         records = self.lab.run_interleaved(
             variants, self.exp.run_design, raw_dirs, label=label, seed=self.exp.seed
         )
-        for vid, key in keys.items():
-            if key in done:
+        share_s = (self.clock() - t0) / len(variants)  # both ran in the same minutes
+        for v in variants:
+            vid = v.variant_id
+            if keys[vid] in done:
                 safe_remove_tree(raw_dirs[vid], [self.db.directory])
                 continue
             self._store(records[vid], raw_dirs[vid], 0)
-            done.add(key)
-            self.progress.run_finished(records[vid], self.clock() - t0)
+            done.add(keys[vid])
+            self.progress.run_started(v.label, round_no, records[vid].position)
+            self.progress.run_finished(records[vid], share_s)
 
     def _store(self, record: RunRecord, raw_dir: Path, copy_index: int) -> None:
         record.raw_dir = self.db.raw_ref(raw_dir)

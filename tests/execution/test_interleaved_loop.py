@@ -119,3 +119,32 @@ def test_resume_skips_stored_rounds_and_reruns_a_partial_one(db: ResultsDB) -> N
     rows = db.runs("il")
     assert len(rows) == 4 and len({(r["variant_id"], r["round"]) for r in rows}) == 4
     assert not list(db.directory.rglob("*-rerun"))  # the re-run's twin output is removed
+
+
+class Events(Silent):
+    def __init__(self) -> None:
+        self.started: list[tuple[str, int, int]] = []
+        self.finished: list[tuple[str, float]] = []
+
+    def run_started(self, label: str, round_no: int, position: int) -> None:
+        self.started.append((label, round_no, position))
+
+    def run_finished(self, record: RunRecord, elapsed_s: float) -> None:
+        self.finished.append((record.variant_id, elapsed_s))
+
+
+def test_progress_names_each_record_and_splits_the_round_between_them(db: ResultsDB) -> None:
+    exp = _experiment()
+    variants = register(db, exp, {})
+    ticks = iter([0.0, 100.0, 160.0])  # Loop's start, the round's start, its end
+    events = Events()
+    loop = Loop(exp, variants, db=db, lab=RoundLab(), progress=events, clock=lambda: next(ticks))
+    loop.run_round(1, set())
+    labels = {v.variant_id: v.label for v in variants}
+    first, second = (s.variant_id for s in loop.slots(1))
+    assert events.started == [
+        (f"{labels[first]} / {labels[second]}", 1, 0),  # while the round runs
+        (labels[first], 1, 0),
+        (labels[second], 1, 1),
+    ]
+    assert events.finished == [(first, 30.0), (second, 30.0)]  # 60 s shared: the ETA's unit
