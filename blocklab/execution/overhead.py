@@ -31,7 +31,7 @@ from blocklab import proc
 from blocklab.analysis.stats import Comparison, compare_paired
 from blocklab.errors import RunError
 from blocklab.paths import Paths
-from blocklab.postgres.cluster import Cluster, server_user
+from blocklab.postgres.cluster import Cluster, open_home
 from blocklab.postgres.installation import Installation
 from blocklab.probes import Bystander, Device, Instrumentation, ProbeContext
 from blocklab.state import State
@@ -78,12 +78,13 @@ def measure_overhead(
     interval_s: float = 1.0,
     log: Callable[[str], None] = print,
 ) -> OverheadResult:
+    user = open_home(paths, log)  # a home made by `mktemp -d` (0700) gets o+x, as for `run`
     base = paths.work / f"selftest-overhead-{uuid.uuid4().hex[:8]}"
     cluster = Cluster(
         inst,
         base / "data",
         socket_dir=base / "sock",
-        user=server_user(),
+        user=user,
         state=State(paths.state_file),
         log_path=base / "server.log",
     )

@@ -4,6 +4,7 @@ run on Debian's PG 15 prints the ratio and its CI and leaves nothing behind."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from types import SimpleNamespace
 from typing import Any
@@ -38,6 +39,7 @@ def test_order_alternates() -> None:
 
 
 def test_tiny_real_overhead_run(paths: Paths, pg15_system: Installation) -> None:
+    os.chmod(paths.home, 0o700)  # a home made by `mktemp -d`: initdb as the server user failed
     res = measure_overhead(
         pg15_system, paths, pairs=2, duration_s=2, scale=1, clients=1, log=lambda _m: None
     )
@@ -49,6 +51,7 @@ def test_tiny_real_overhead_run(paths: Paths, pg15_system: Installation) -> None
     assert c is not None and c.n_pairs == 2 and c.ci95_low is not None
     assert State(paths.state_file).entries() == []  # the server was stopped and forgotten
     assert not list(paths.work.glob("selftest-overhead-*"))
+    assert paths.home.stat().st_mode & 0o777 == 0o701  # entry for the server user, no more
     out = proc.run(["pgrep", "-a", "postgres"], check=False).stdout
     assert not re.search(r"selftest-overhead", out)
 
