@@ -19,7 +19,7 @@ from blocklab.postgres.cluster import Cluster, server_user
 from blocklab.postgres.installation import Installation
 from blocklab.report import make_server
 from blocklab.state import State
-from blocklab.store import ResultsDB
+from blocklab.store import ResultsDB, RunRecord
 
 
 def scratch_cluster(paths: Paths, inst: Installation, group: str) -> Cluster:
@@ -179,3 +179,13 @@ def blocklab_in_home(*args: str, home: Path) -> subprocess.CompletedProcess[str]
         env=env,
         timeout=120,
     )
+
+
+class Silent:
+    """A Progress (blocklab.execution.experiment) that shows nothing: for loop tests."""
+
+    def begin(self, total_runs: int, done_runs: int) -> None: ...
+    def run_started(self, label: str, round_no: int, position: int) -> None: ...
+    def run_finished(self, record: RunRecord, elapsed_s: float) -> None: ...
+    def note(self, message: str) -> None: ...
+    def grow(self, extra_runs: int) -> None: ...

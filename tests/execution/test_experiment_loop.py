@@ -11,6 +11,7 @@ import itertools
 from pathlib import Path
 
 import pytest
+from helpers import Silent
 
 from blocklab import experiment_file as spec
 from blocklab.analysis.summary import summarize_experiment
@@ -62,14 +63,6 @@ class ReplayLab:
                 **common,
             )
         return RunRecord(status="ok", tps=next(self.tps), latency_avg_ms=0.7, exit_code=0, **common)
-
-
-class Silent:
-    def begin(self, total_runs: int, done_runs: int) -> None: ...
-    def run_started(self, label: str, round_no: int, position: int) -> None: ...
-    def run_finished(self, record: RunRecord, elapsed_s: float) -> None: ...
-    def note(self, message: str) -> None: ...
-    def grow(self, extra_runs: int) -> None: ...
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from helpers import Silent
 
 from blocklab import experiment_file as spec
 from blocklab.execution import orders
@@ -16,14 +17,6 @@ from blocklab.execution.run_state import RunLabel
 from blocklab.experiment_file.design import RunDesign
 from blocklab.model import Variant
 from blocklab.store import ResultsDB, RunRecord
-
-
-class Silent:
-    def begin(self, total_runs: int, done_runs: int) -> None: ...
-    def run_started(self, label: str, round_no: int, position: int) -> None: ...
-    def run_finished(self, record: RunRecord, elapsed_s: float) -> None: ...
-    def note(self, message: str) -> None: ...
-    def grow(self, extra_runs: int) -> None: ...
 
 
 class RoundLab:
