@@ -13,7 +13,7 @@ from typing import Any
 
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as run_design
-from blocklab.experiment_file import fleet, matrix, selectors, settings
+from blocklab.experiment_file import fleet, layout_control, matrix, selectors, settings
 from blocklab.experiment_file.design import AA_CONTROL, INTERLEAVED
 from blocklab.experiment_file.dimensions import Dimension
 from blocklab.experiment_file.experiment import Experiment, default_seed
@@ -265,14 +265,21 @@ def _assemble(
     )
     ids = [v.variant_id for v in variants]
     hosts = fleet.host_assignment(data.get("fleet"), combos, ref_index, labels, vocab)
+    variants, refs, dims_map = layout_control.arms(
+        variants,
+        {ids[i]: ids[r] for i, r in enumerate(ref_index)},
+        {ids[i]: matrix.dims_of(c.flat, varying, dims) for i, c in enumerate(combos)},
+        meta["run_design"].layout_control,
+    )
+    host_ids = {h: tuple(ids[i] for i in idx) for h, idx in hosts.items()}
     return Experiment(
         **meta,
         matrix=_normalized(dims),
         exclude=[_jsonable(r) for r in data.get("exclude", [])],
-        host_variants={h: tuple(ids[i] for i in idx) for h, idx in hosts.items()},
+        host_variants=layout_control.hosts_with_arms(host_ids, variants, refs),
         variant_list=tuple(variants),
-        reference_map={ids[i]: ids[r] for i, r in enumerate(ref_index)},
-        dims_map={ids[i]: matrix.dims_of(c.flat, varying, dims) for i, c in enumerate(combos)},
+        reference_map=refs,
+        dims_map=dims_map,
         source=source,
     )
 
