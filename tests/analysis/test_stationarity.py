@@ -88,10 +88,11 @@ def _recorded_tps(name: str) -> list[tuple[float, float | None]]:
 def test_recorded_cold_start_is_not_flagged_from_noise() -> None:
     tps = _recorded_tps("pg18-warmup-simple-update")
     # over the whole minute tps rises a third (the cache warms), but this machine's
-    # 15-18 % swings, autocorrelated, leave that at p ~ 0.02: the test is conservative
+    # 15-18 % swings, autocorrelated, leave that at p ~ 0.06 with nulls up to phi 0.62
+    # (0.02 with the earlier whole-window trend test at p < 0.01): the test is conservative
     whole = st.trend(tps)
     assert whole is not None and whole.change_pct > 30
-    assert st.MAX_P < whole.p_value < 0.05 and not whole.drifted
+    assert st.MAX_P < whole.p_value < 0.1 and not whole.drifted
     window = st.trend(tps[9:29])  # 20 s after steady.detect's warm-up of 9 s
     assert window is not None and not window.drifted
 
