@@ -5,14 +5,16 @@ that window (the full-page-image storm after a checkpoint decaying, a cold cache
 warming), the average depends on which phase of the movement the window caught, and two
 variants whose movements last differently are compared at different phases.
 
-For one series, on log(value + 1 % of the mean): the largest contrast between the mean of
-the window's first k points and the mean of the rest, over every k, each divided by its
-standard error 1/k + 1/(n - k) under a noise scale read from the point-to-point
-differences (the median absolute deviation of the differences, which a storm of a few
+For one series, on log(value + 1 % of the mean, at least 1): the largest contrast between
+the mean of the window's first k points and the mean of the rest, over every k, each
+divided by its standard error sqrt(1/k + 1/(n - k)) x a noise scale read from the
+point-to-point differences (their median absolute deviation, which a storm of a few
 seconds or a level shift barely moves, where a whole-window error absorbs them). So a
 storm that falls 83 % and levels off within the window's first fifth is seen, as is a
 steady drift (its best split is near the middle). The log makes a decay by a constant
-factor per second a straight line; the 1 % offset keeps a rate that reaches zero finite.
+factor per second a straight line; the offset keeps a rate that reaches zero finite, and
+at least 1 (log(1 + count) for a few images a second) keeps each 0 of a small counter from
+being an outlier (flat Poisson counts of 1 a second: 6-8 % flagged with 1 % alone).
 
 The p-value comes from that statistic's distribution simulated without any change, on the
 series' own time axis (an irregular gap is an AR(1) step of phi to the gap's power), for
@@ -60,7 +62,7 @@ from blocklab.units import fmt_bytes, sig3
 MAX_P = 0.05  # the false-alarm rate for AR(1) noise with phi up to NULL_PHIS[-1]
 MIN_CHANGE_PCT = 5.0  # smaller fitted changes first -> last second are not reported
 MIN_POINTS = 8  # fewer seconds than this: no verdict (see the docstring)
-LOG_OFFSET = 0.01  # the test runs on log(value + 1 % of the mean): see the docstring
+LOG_OFFSET = 0.01  # the test runs on log(value + 1 % of the mean, at least 1): see _offset
 MAX_TEST_POINTS = 120  # longer series are averaged down to this many points for the test
 NULL_PHIS = (0.0, 0.3, 0.62)  # AR(1) noises simulated, the worst taken: a margin for 0.6
 NULL_DRAWS = 20_000
@@ -115,7 +117,7 @@ def trend(points: Points) -> Trend | None:
         return None
     logs = _logs(y)
     slope = float(tc @ (logs - logs.mean())) / float(tc @ tc)
-    offset = LOG_OFFSET * mean
+    offset = float(_offset(y)[0])
 
     def fitted(at: float) -> float:
         return max(0.0, math.exp(float(logs.mean()) + slope * (at - float(t.mean()))) - offset)
@@ -133,9 +135,16 @@ def change_pct(start: float, end: float) -> float:
     return math.inf if end > 0 else 0.0
 
 
+def _offset(y: np.ndarray) -> np.ndarray:
+    """What the log adds, per row of y: LOG_OFFSET x the mean, at least 1 (one image, one
+    transaction, one byte a second), so that a counter of a few a second does not make
+    each 0 an outlier (log(1 + count) for the smallest rates)."""
+    return np.maximum(LOG_OFFSET * y.mean(axis=-1, keepdims=True), 1.0)
+
+
 def _logs(y: np.ndarray) -> np.ndarray:
-    """log(value + LOG_OFFSET x mean), per row of y."""
-    return np.log(np.maximum(y, 0.0) + LOG_OFFSET * y.mean(axis=-1, keepdims=True))
+    """log(value + _offset), per row of y."""
+    return np.log(np.maximum(y, 0.0) + _offset(y))
 
 
 def p_value(t: np.ndarray, y: np.ndarray) -> float:
@@ -157,7 +166,9 @@ def p_values(t: np.ndarray, y: np.ndarray) -> np.ndarray:
     stats = shift_statistic(logs)
     gaps = np.diff(times)
     unit = float(np.median(gaps)) or 1.0
-    nulls = _null_statistics(tuple(np.round(gaps / unit, 2).tolist()))
+    # gaps to a tenth of the median gap: a probe's millisecond jitter is a regular axis,
+    # and one null serves every run of the same length
+    nulls = _null_statistics(tuple(np.round(gaps / unit, 1).tolist()))
     draws = nulls.shape[1]
     at_least = draws - np.array([np.searchsorted(row, stats, side="left") for row in nulls])
     return (at_least.max(axis=0) + 1) / (draws + 1)
