@@ -74,7 +74,7 @@ class ExperimentSummary:
     # metric -> [(variant label, comparison with its reference)], for tps summaries
     # metric -> (variant label, comparison, 0 in both) for the side metrics
     side: dict[str, list[tuple[str, stats.Comparison, bool]]] = field(default_factory=dict)
-    # sentences on measured windows whose rates drifted (blocklab.analysis.stationarity)
+    # lines on the measured windows, judged flat or drifted (stationarity.summary_lines)
     stationarity: list[str] = field(default_factory=list)
 
     def log_ratios(self) -> list[list[float]]:
@@ -222,7 +222,7 @@ def summarize_experiment(
     if side and metric == "tps":
         result.side = _side_metrics(db, name, host)
         if not measures_whole_cycles(exp):
-            result.stationarity = stationarity.notes(_ok_series(db, runs_of, labels))
+            result.stationarity = stationarity.summary_lines(_ok_series(db, runs_of, labels))
     return result
 
 
