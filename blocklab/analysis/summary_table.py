@@ -141,6 +141,8 @@ def print_summary(console: Console, s: ExperimentSummary) -> None:
         console.print(Text(f"  {line}"))
     for note in s.stationarity:
         console.print(Text(f"  ! stationarity: {note}"))
+    for line in s.disturbance:
+        console.print(Text(f"  {line}"))
     console.print(Text(f"  {_explanation(s)}"), style="dim")
     if s.end_reason:
         console.print(Text(f"  ended: {s.end_reason}"))
