@@ -40,7 +40,7 @@ def lines(shares_of: Mapping[str, Sequence[float | None]]) -> list[str]:
     unmeasured = f"; {n_runs - n_measured} of {n_runs} runs not measured" * (n_runs > n_measured)
     parts = [_variant_part(label, v) for label, v in measured.items() if any(map(disturbed, v))]
     if not parts:
-        top = _pct(max(s for v in measured.values() for s in v))
+        top = f"{max(s for v in measured.values() for s in v) * 100:.1f}"
         limit = _pct(DISTURBED_CPU_SHARE)
         return [
             f"no run disturbed (other processes < {limit} % of the CPUs, at most {top} %)"
