@@ -170,3 +170,11 @@ def test_a_burner_beside_the_server_is_seen_and_the_server_s_children_are_not(
     assert burned >= 0.2, f"the burner ran {burned:.2f} s: the machine starved it"
     assert m[d.CPU_S] is not None and m[d.CPU_S] >= 0.9 * burned - 0.05, (m, burned)
     print(f"burner {burned:.2f} s, server tree {server_s:.2f} s, measured {m}")
+
+
+def test_the_interleaved_design_drops_them_with_the_host_wide_metrics() -> None:
+    """Two servers share the window there: the other one's slices are neither tree's."""
+    from blocklab.execution import interleaved
+
+    got = interleaved.server_metrics({d.CPU_S: 1.0, d.CPU_SHARE: 0.1, "server_cpu_s": 3.0})
+    assert got == {"server_cpu_s": 3.0}
