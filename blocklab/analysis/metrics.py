@@ -97,6 +97,18 @@ KNOWN_METRICS = (
     ),
     MetricInfo("disturbance_cpu_s", "other processes' CPU seconds", "s", None),
     MetricInfo(
+        "disturbance_device_bytes",
+        "other processes' bytes on the disk under the loop devices",
+        "bytes",
+        None,
+    ),
+    MetricInfo(
+        "disturbance_device_share",
+        "other processes' share of the bytes on the disk under the loop devices",
+        "fraction",
+        None,
+    ),
+    MetricInfo(
         "disturbance_kernel_cpu_s",
         "kernel threads' and interrupts' CPU seconds (not counted as disturbance)",
         "s",

@@ -33,21 +33,38 @@ a process of the trees that exits and is reaped outside them (a daemonising gran
 reparented to init) leaves its CPU in "other"; the /proc scan itself (milliseconds) lies
 inside the window. Values below 0 from rounding are clamped to 0.
 
-Devices are not attributed here: on blocklab's own loop devices the server is the only
-user, and on a shared device (kind 'dir') the device counters cannot be split by
-process (/proc/<pid>/io has no totals of reaped children, and what PostgreSQL counts in
-pg_stat_io reaches the device through the page cache at another time).
+Devices: under each of the run's own loop devices (not a shared one) lies a backing device
+(the host's disk or partition holding the image file, found from
+/sys/class/block/loopN/loop/backing_file). Loop devices run with direct I/O, so each of
+their requests reaches the backing device as such: the growth of the backing device's
+bytes (read + written, /sys/class/block/<dev>/stat) minus that of the run's loop devices
+on it is other processes' I/O on the run's disk, `disturbance_device_bytes`, and its share
+of the backing device's bytes, `disturbance_device_share`. Approximate: the host file
+system's own metadata and journal writes for the image files (allocating blocks of a
+sparse image) count as other; requests still queued at an instant are counted on the loop
+device before the backing one. On a shared device (kind 'dir') the counters cannot be
+split by process (/proc/<pid>/io has no totals of reaped children, and what PostgreSQL
+counts in pg_stat_io reaches the device through the page cache at another time): no
+device metrics there (None).
 
 Whether that makes a run disturbed is the analysis's call (blocklab.analysis.disturbance).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from blocklab.probes.sampler import CLK_TCK, read_cpu, read_pid_stats
+from blocklab.errors import StorageError
+from blocklab.probes.sampler import CLK_TCK, read_cpu, read_device, read_pid_stats
+from blocklab.storage.devices import SYS_CLASS_BLOCK, device_for_path
+
+if TYPE_CHECKING:
+    from blocklab.probes import DeviceLike
 
 BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq", "steal")
 KERNEL_FIELDS = ("irq", "softirq")
@@ -55,11 +72,14 @@ KTHREADD_PID = 2
 CPU_S = "disturbance_cpu_s"
 CPU_SHARE = "disturbance_cpu_share"
 KERNEL_CPU_S = "disturbance_kernel_cpu_s"
-METRICS = (CPU_S, CPU_SHARE, KERNEL_CPU_S)
+DEVICE_BYTES = "disturbance_device_bytes"
+DEVICE_SHARE = "disturbance_device_share"
+METRICS = (CPU_S, CPU_SHARE, KERNEL_CPU_S, DEVICE_BYTES, DEVICE_SHARE)
 BASIS = (
     "/proc/stat busy (user+nice+system+irq+softirq+steal) minus the server's and "
     "blocklab's process trees (utime+stime+cutime+cstime of each live process) minus "
-    "kernel threads and irq/softirq; share of all CPUs' time over the window"
+    "kernel threads and irq/softirq; share of all CPUs' time over the window; devices: "
+    "the bytes of the disk under the run's loop devices minus theirs"
 )
 
 PidStats = Mapping[int, tuple[int, float]]  # pid -> (ppid, own + reaped children's CPU s)
@@ -73,6 +93,8 @@ class CpuAccount:
     busy_s: float
     known_s: float
     kernel_s: float
+    # backing device -> (its bytes, its bytes minus the run's loop devices' on it)
+    devices: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def tree_pids(stats: PidStats, roots: Iterable[int]) -> set[int]:
@@ -115,15 +137,71 @@ def metrics(before: CpuAccount | None, after: CpuAccount | None) -> dict[str, fl
         CPU_S: other,
         CPU_SHARE: min(1.0, other / capacity) if capacity > 0 else None,
         KERNEL_CPU_S: kernel,
-    }
+    } | device_metrics(before.devices, after.devices)
 
 
-def read_account(server_pid: int, stats: PidStats | None = None) -> CpuAccount | None:
+def device_metrics(
+    before: Mapping[str, tuple[int, int]], after: Mapping[str, tuple[int, int]]
+) -> dict[str, float | None]:
+    """Other processes' bytes on the backing devices (pure; None without one)."""
+    names = sorted(set(before) & set(after))
+    if not names:
+        return dict.fromkeys((DEVICE_BYTES, DEVICE_SHARE))
+    total = sum(after[n][0] - before[n][0] for n in names)
+    other = sum(max(0, after[n][1] - before[n][1]) for n in names)
+    return {DEVICE_BYTES: float(other), DEVICE_SHARE: min(1.0, other / total) if total else 0.0}
+
+
+def device_account(
+    bytes_of: Mapping[str, int | None], backing: Mapping[str, Sequence[str]]
+) -> dict[str, tuple[int, int]]:
+    """backing device -> (its bytes, minus its loop devices' bytes), from one reading of
+    each device's read + written bytes (pure; a device that could not be read is left out)."""
+    out = {}
+    for name, loops in backing.items():
+        total, mine = bytes_of.get(name), [bytes_of.get(x) for x in loops]
+        if total is not None and None not in mine:
+            out[name] = (total, total - sum(x or 0 for x in mine))
+    return out
+
+
+def backing_devices(devices: Iterable[DeviceLike]) -> dict[str, list[str]]:
+    """backing device -> the run's own loop devices whose image files it holds."""
+    out: dict[str, list[str]] = {}
+    for dev in devices:
+        if dev.shared:
+            continue
+        try:
+            text = (SYS_CLASS_BLOCK / dev.name / "loop" / "backing_file").read_text()
+            name = device_for_path(Path(text.strip().removesuffix(" (deleted)")))
+        except (OSError, StorageError):
+            continue  # not a loop device, or its image is gone
+        out.setdefault(name, []).append(dev.name)
+    return out
+
+
+def _read_bytes(names: Iterable[str]) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for name in names:
+        c = read_device(name)
+        out[name] = None if c is None else c.read_bytes + c.write_bytes
+    return out
+
+
+def read_account(
+    server_pid: int,
+    stats: PidStats | None = None,
+    backing: Mapping[str, Sequence[str]] | None = None,
+) -> CpuAccount | None:
     """This instant's account: the server's tree and blocklab's own (this process's);
-    `stats`: a /proc scan already made (blocklab.probes.sampler.read_pid_stats)."""
+    `stats`: a /proc scan already made (blocklab.probes.sampler.read_pid_stats);
+    `backing`: backing_devices() of the run's devices."""
     ticks = read_cpu()
     if ticks is None:
         return None
+    backing = backing or {}
+    names = {*backing, *(x for loops in backing.values() for x in loops)}
+    devices = device_account(_read_bytes(names), backing)
     scan = read_pid_stats() if stats is None else stats
     roots = [os.getpid()] + ([server_pid] if server_pid > 0 else [])
-    return account(scan, ticks, roots)
+    return dataclasses.replace(account(scan, ticks, roots), devices=devices)

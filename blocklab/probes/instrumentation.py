@@ -42,6 +42,7 @@ class Instrumentation:
         self._log_missing = False
         self._stat_io = False  # the server has pg_stat_io (16+)
         self._stat_io_basis = ""
+        self._backing: dict[str, list[str]] = {}  # backing device -> the run's loop devices
 
     # -- public -----------------------------------------------------------------------
     def begin(self) -> None:
@@ -61,6 +62,7 @@ class Instrumentation:
         self._plan = views.plan_counters(columns, block_size_bytes=self.ctx.block_size_bytes)
         self._stat_io = "pg_stat_io" in columns
         self._stat_io_basis = _stat_io_basis(columns)
+        self._backing = disturbance.backing_devices(self.ctx.devices)
         self._sql = self._plan.sql()
         if self.ctx.measure_space:
             self._pgstattuple = space.prepare(conn)
@@ -133,7 +135,7 @@ class Instrumentation:
         if with_server_cpu:
             stats = read_pid_stats()
             snap.server_cpu_s = tree_cpu_s(stats, self.ctx.server_pid)
-            snap.cpu_account = disturbance.read_account(self.ctx.server_pid, stats)
+            snap.cpu_account = disturbance.read_account(self.ctx.server_pid, stats, self._backing)
             snap.io = self._query_stat_io(snap.errors)
         return snap
 
@@ -256,6 +258,7 @@ class Instrumentation:
             "server_version_num": self.ctx.server_version_num,
             "stat_io_basis": self._stat_io_basis,
             "disturbance_basis": disturbance.BASIS,
+            "disturbance_backing_devices": self._backing,
             "settle_s": round(self._settle_s, 3),
             "clients_left_at_end": self._clients_left,
             "begin_epoch": snaps[0].epoch,

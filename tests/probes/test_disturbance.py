@@ -75,9 +75,37 @@ def test_a_live_child_counts_until_it_is_reaped_and_after() -> None:
 def test_rounding_below_zero_is_clamped_and_missing_accounts_give_none() -> None:
     a = d.account(_scan(10.0, None, 1.0, None, 0.0), _ticks(10, 5, 10), [SERVER, OWN])
     b = d.account(_scan(10.04, None, 1.0, None, 0.0), _ticks(10, 5, 12), [SERVER, OWN])
-    assert d.metrics(a, b) == {d.CPU_S: 0.0, d.CPU_SHARE: 0.0, d.KERNEL_CPU_S: 0.0}
+    no_device = {d.DEVICE_BYTES: None, d.DEVICE_SHARE: None}
+    assert d.metrics(a, b) == {d.CPU_S: 0.0, d.CPU_SHARE: 0.0, d.KERNEL_CPU_S: 0.0} | no_device
     assert d.metrics(None, b) == dict.fromkeys(d.METRICS)
     assert d.metrics(a, a)[d.CPU_SHARE] is None  # no time passed: no capacity
+
+
+def test_other_bytes_on_the_disk_under_the_loop_devices() -> None:
+    """vda holds the images of loop1 (data) and loop2 (WAL): over the window vda moved
+    100 MiB, the loop devices 60 + 30 MiB: 10 MiB were other processes'. sdb (loop3) could
+    not be read at the end: left out."""
+    mib = 1 << 20
+    backing = {"vda": ["loop1", "loop2"], "sdb": ["loop3"]}
+    before = d.device_account(
+        {"vda": 500 * mib, "loop1": 0, "loop2": 7, "sdb": 1, "loop3": 1}, backing
+    )
+    after = d.device_account(
+        {"vda": 600 * mib, "loop1": 60 * mib, "loop2": 30 * mib + 7, "sdb": None, "loop3": 1},
+        backing,
+    )
+    assert set(after) == {"vda"}
+    assert d.device_metrics(before, after) == {d.DEVICE_BYTES: 10 * mib, d.DEVICE_SHARE: 0.1}
+    # queued requests counted on the loop device first: clamped, never below 0
+    late = d.device_account({"vda": 500 * mib, "loop1": mib, "loop2": 7}, backing)
+    assert d.device_metrics(before, late) == {d.DEVICE_BYTES: 0.0, d.DEVICE_SHARE: 0.0}
+    assert d.device_metrics({}, after) == {d.DEVICE_BYTES: None, d.DEVICE_SHARE: None}
+
+
+def test_a_shared_device_or_a_device_that_is_no_loop_has_no_backing() -> None:
+    from blocklab.probes import Device
+
+    assert d.backing_devices([Device("nonexistent0", shared=False), Device("loop0")]) == {}
 
 
 def test_tree_pids_follows_grandchildren_and_ignores_absent_roots() -> None:
