@@ -7,7 +7,10 @@ run is disturbed at DISTURBED_CPU_SHARE or more. Like pyperf's and hyperfine's w
 the summary says what share of each variant's runs were disturbed and advises a quiet
 machine; when every measured run was quiet it says so, with the largest share seen, so
 that a checked experiment reads differently from an unchecked one (runs recorded without
-the metric, e.g. by the interleaved design or before it existed, say nothing).
+the metric, e.g. by the interleaved design or before it existed, say nothing). Where the
+run's storage is on loop devices, a second line gives the largest share of the bytes on
+the disk under them that were other processes' (`disturbance_device_share`): information
+beside the CPU verdict, not a verdict of its own.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 CPU_SHARE = "disturbance_cpu_share"  # blocklab.probes.disturbance.CPU_SHARE
+DEVICE_SHARE = "disturbance_device_share"  # blocklab.probes.disturbance.DEVICE_SHARE
 # Other processes at 5 % of the capacity take a tenth of a core on a 2-core machine:
 # when the workload keeps every CPU busy they take about as much throughput, the size of
 # the effects blocklab is asked to resolve (a few per cent), and well above a machine's
@@ -29,9 +33,31 @@ def disturbed(share: float | None) -> bool:
     return share is not None and share >= DISTURBED_CPU_SHARE
 
 
-def lines(shares_of: Mapping[str, Sequence[float | None]]) -> list[str]:
+def lines(
+    shares_of: Mapping[str, Sequence[float | None]],
+    device_shares_of: Mapping[str, Sequence[float | None]] | None = None,
+) -> list[str]:
     """variant label -> `disturbance_cpu_share` of each of its ok runs (None: not
-    measured) -> the summary's lines: none when no run was measured."""
+    measured) -> the summary's lines: none when no run was measured. With
+    `device_shares_of` (`disturbance_device_share`, measured under loop devices only), a
+    line on the largest share of the disk's bytes that were other processes'."""
+    return _cpu_lines(shares_of) + _device_lines(device_shares_of or {})
+
+
+def _device_lines(shares_of: Mapping[str, Sequence[float | None]]) -> list[str]:
+    """Information, not a verdict: a run that does little I/O of its own shows a large
+    share for a few bytes of the host's logging."""
+    top = {k: max(x) for k, v in shares_of.items() if (x := [s for s in v if s is not None])}
+    if not top:
+        return []
+    label = max(top, key=lambda k: top[k])
+    return [
+        f"other processes' I/O on the disk under the loop devices: at most "
+        f"{top[label] * 100:.1f} % of its bytes ({label})"
+    ]
+
+
+def _cpu_lines(shares_of: Mapping[str, Sequence[float | None]]) -> list[str]:
     measured = {k: [s for s in v if s is not None] for k, v in shares_of.items()}
     n_measured = sum(len(v) for v in measured.values())
     if n_measured == 0:

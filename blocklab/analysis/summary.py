@@ -223,7 +223,10 @@ def summarize_experiment(
         result.aa_label += f" {checks.AA_LABEL_SUFFIX}"
     if side and metric == "tps":
         result.side = _side_metrics(db, name, host)
-        result.disturbance = disturbance.lines(_disturbance_shares(db, runs_of, labels))
+        result.disturbance = disturbance.lines(
+            _ok_metric(db, runs_of, labels, disturbance.CPU_SHARE),
+            _ok_metric(db, runs_of, labels, disturbance.DEVICE_SHARE),
+        )
         if not measures_whole_cycles(exp):
             result.stationarity = stationarity.notes(_ok_series(db, runs_of, labels))
     return result
@@ -258,14 +261,12 @@ def interleaved_checks(
     return aa, checks.carry_over(kinds)
 
 
-def _disturbance_shares(
-    db: ResultsStore, runs_of: dict[str, list[Row]], labels: dict[str, str]
+def _ok_metric(
+    db: ResultsStore, runs_of: dict[str, list[Row]], labels: dict[str, str], metric: str
 ) -> dict[str, list[float | None]]:
-    """variant label -> disturbance_cpu_share of each of its successful runs."""
+    """variant label -> `metric` of each of its successful runs (None: not stored)."""
     return {
-        labels.get(vid, vid): [
-            db.metrics(r["id"]).get(disturbance.CPU_SHARE) for r in runs if r["status"] == "ok"
-        ]
+        labels.get(vid, vid): [db.metrics(r["id"]).get(metric) for r in runs if r["status"] == "ok"]
         for vid, runs in runs_of.items()
     }
 

@@ -44,6 +44,15 @@ def test_quiet_runs_say_so_and_unmeasured_ones_say_nothing_or_are_counted() -> N
     assert disturbance.disturbed(disturbance.DISTURBED_CPU_SHARE)
 
 
+def test_the_device_line_names_the_largest_share_of_other_processes_bytes() -> None:
+    cpu = {"a": [0.0], "b": [0.0]}
+    assert disturbance.lines(cpu, {"a": [0.02, None], "b": [0.125, 0.0]}) == [
+        "no run disturbed (other processes < 5 % of the CPUs, at most 0.0 %)",
+        "other processes' I/O on the disk under the loop devices: at most 12.5 % of its bytes (b)",
+    ]
+    assert disturbance.lines(cpu, {"a": [None], "b": []}) == disturbance.lines(cpu)
+
+
 def _store(db: ResultsDB, shares: dict[str, list[float | None]]) -> None:
     """Rounds 1..n of two variants, ok, with the given shares; a failed run of `new` in
     an extra round with a large share (failed runs are not judged)."""
@@ -51,6 +60,8 @@ def _store(db: ResultsDB, shares: dict[str, list[float | None]]) -> None:
     for pos, (vid, values) in enumerate(shares.items()):
         for rnd, share in enumerate(values, start=1):
             metrics = {} if share is None else {SHARE: share, "disturbance_cpu_s": 9.0}
+            if vid == "new" and share is not None:
+                metrics[disturbance.DEVICE_SHARE] = share / 2
             rec = RunRecord("ex", vid, rnd, pos, "ok", "t0", "t1", tps=1000.0 + rnd)
             rec.metrics = metrics
             db.record_run(rec)
@@ -72,8 +83,9 @@ def test_the_summary_names_disturbed_runs(tmp_path: Path) -> None:
         "disturbed runs: ref 1 of 4 (other processes used 25 % of the CPUs), "
         "new 2 of 4 (other processes used 8-12 % of the CPUs): rerun on a quiet machine"
     )
-    assert summarize_experiment(db, "ex").disturbance == [expected]
-    assert expected in _printed(db)
+    device = "other processes' I/O on the disk under the loop devices: at most 6.0 % of its"
+    assert summarize_experiment(db, "ex").disturbance == [expected, device + " bytes (new)"]
+    assert expected in _printed(db) and device in _printed(db)
 
 
 def test_a_quiet_experiment_says_it_was_checked_and_an_unchecked_one_says_nothing(
@@ -82,7 +94,7 @@ def test_a_quiet_experiment_says_it_was_checked_and_an_unchecked_one_says_nothin
     quiet = ResultsDB(tmp_path / "q.db")
     _store(quiet, {"ref": [0.01, 0.02], "new": [0.0, 0.031]})
     line = "no run disturbed (other processes < 5 % of the CPUs, at most 3.1 %)"
-    assert summarize_experiment(quiet, "ex").disturbance == [line]
+    assert summarize_experiment(quiet, "ex").disturbance[0] == line
     assert line in _printed(quiet)
     old = ResultsDB(tmp_path / "o.db")
     _store(old, {"ref": [None, None], "new": [None, None]})
