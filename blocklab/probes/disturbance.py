@@ -27,9 +27,10 @@ the journal, interrupts of its own I/O) and cannot be told from the kernel work 
 Exact: /proc/stat's totals and each process's times (clock ticks, 1/CLK_TCK s).
 Approximate: each process's times are truncated to a tick (at most 4 ticks per process
 per account: with 20 processes in the trees, < 0.8 s, in practice much less); the two
-clocks (the per-CPU tick counts of /proc/stat and the per-task times) are sampled apart,
-which on this machine agreed to within a few per cent (tests/probes/test_disturbance.py);
-a process of the trees that exits and is reaped outside them (a daemonising grandchild,
+clocks (the per-CPU tick counts of /proc/stat and the per-task times) are kept apart by
+the kernel and may differ by a little (tests/probes/test_disturbance.py checks the
+per-task side against the processes' own clocks to 0.05 s, and that a burner's seconds
+reach the disturbance; on a busy machine it cannot calibrate the /proc/stat side); a process of the trees that exits and is reaped outside them (a daemonising grandchild,
 reparented to init) leaves its CPU in "other"; the /proc scan itself (milliseconds) lies
 inside the window. Values below 0 from rounding are clamped to 0.
 
