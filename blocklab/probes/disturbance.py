@@ -30,7 +30,8 @@ per account: with 20 processes in the trees, < 0.8 s, in practice much less); th
 clocks (the per-CPU tick counts of /proc/stat and the per-task times) are kept apart by
 the kernel and may differ by a little (tests/probes/test_disturbance.py checks the
 per-task side against the processes' own clocks to 0.05 s, and that a burner's seconds
-reach the disturbance; on a busy machine it cannot calibrate the /proc/stat side); a process of the trees that exits and is reaped outside them (a daemonising grandchild,
+reach the disturbance; on a busy machine it cannot calibrate the /proc/stat side); a
+process of the trees that exits and is reaped outside them (a daemonising grandchild,
 reparented to init) leaves its CPU in "other"; the /proc scan itself (milliseconds) lies
 inside the window. Values below 0 from rounding are clamped to 0.
 
