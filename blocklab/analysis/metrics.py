@@ -91,6 +91,29 @@ KNOWN_METRICS = (
         "device_data_read_bytes_per_request", "data device bytes per read request", "bytes", None
     ),
     MetricInfo("host_cpu_busy_s_per_xact", "host CPU seconds per transaction", "s", False),
+    # blocklab.probes.disturbance: other processes than the server, driver and blocklab
+    MetricInfo(
+        "disturbance_cpu_share", "other processes' CPU, share of the machine", "fraction", None
+    ),
+    MetricInfo("disturbance_cpu_s", "other processes' CPU seconds", "s", None),
+    MetricInfo(
+        "disturbance_device_bytes",
+        "other processes' bytes on the disk under the loop devices",
+        "bytes",
+        None,
+    ),
+    MetricInfo(
+        "disturbance_device_share",
+        "other processes' share of the bytes on the disk under the loop devices",
+        "fraction",
+        None,
+    ),
+    MetricInfo(
+        "disturbance_kernel_cpu_s",
+        "kernel threads' and interrupts' CPU seconds (not counted as disturbance)",
+        "s",
+        None,
+    ),
     MetricInfo("table_bytes", "table bytes after the run", "bytes", None),
     MetricInfo("table_free_bytes", "table free bytes after the run", "bytes", None),
     MetricInfo("index_bytes", "index bytes after the run", "bytes", None),

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blocklab.analysis import carryover, precision, stationarity, stats
+from blocklab.analysis import carryover, disturbance, precision, stationarity, stats
 from blocklab.analysis import interleaved_checks as checks
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
@@ -76,6 +76,8 @@ class ExperimentSummary:
     side: dict[str, list[tuple[str, stats.Comparison, bool]]] = field(default_factory=dict)
     # lines on the measured windows, judged flat or drifted (stationarity.summary_lines)
     stationarity: list[str] = field(default_factory=list)
+    # other processes' use of the CPUs during the runs (blocklab.analysis.disturbance)
+    disturbance: list[str] = field(default_factory=list)
 
     def log_ratios(self) -> list[list[float]]:
         """Per comparison, the per-round log ratios other / reference (the samples the
@@ -221,6 +223,10 @@ def summarize_experiment(
         result.aa_label += f" {checks.AA_LABEL_SUFFIX}"
     if side and metric == "tps":
         result.side = _side_metrics(db, name, host)
+        result.disturbance = disturbance.lines(
+            _ok_metric(db, runs_of, labels, disturbance.CPU_SHARE),
+            _ok_metric(db, runs_of, labels, disturbance.DEVICE_SHARE),
+        )
         if not measures_whole_cycles(exp):
             result.stationarity = stationarity.summary_lines(_ok_series(db, runs_of, labels))
     return result
@@ -253,6 +259,16 @@ def interleaved_checks(
         for vid in runs_of
     ]
     return aa, checks.carry_over(kinds)
+
+
+def _ok_metric(
+    db: ResultsStore, runs_of: dict[str, list[Row]], labels: dict[str, str], metric: str
+) -> dict[str, list[float | None]]:
+    """variant label -> `metric` of each of its successful runs (None: not stored)."""
+    return {
+        labels.get(vid, vid): [db.metrics(r["id"]).get(metric) for r in runs if r["status"] == "ok"]
+        for vid, runs in runs_of.items()
+    }
 
 
 def _ok_series(

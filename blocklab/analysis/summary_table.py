@@ -139,7 +139,7 @@ def print_summary(console: Console, s: ExperimentSummary) -> None:
             console.print(Text(f"  ! {row.label}: {note}"))
     for line in design_lines(s):
         console.print(Text(f"  {line}"))
-    for line in s.stationarity:
+    for line in [*s.stationarity, *s.disturbance]:
         console.print(Text(f"  {line}"))
     console.print(Text(f"  {_explanation(s)}"), style="dim")
     if s.end_reason:

@@ -60,7 +60,7 @@ from blocklab.workloads.execution import execute
 
 SLICE_GRACE_S = 60
 DEVICE_NOTE = "interleaved: device metrics not attributable"
-HOST_WIDE_PREFIXES = ("host_",)  # metrics of the whole machine: both servers mixed
+HOST_WIDE_PREFIXES = ("host_", "disturbance_")  # the whole machine's: both servers mixed
 SLICES_CSV = "slices.csv"
 
 
