@@ -72,6 +72,12 @@ class CarryOver:
     of: str = "runs"  # what was compared: "runs", or "slices" (interleaved rounds)
 
     @property
+    def confounded(self) -> bool:
+        """The design ran repeats, but in orders (or too few rounds) that cannot separate
+        the carry-over from the drift: worth saying, unlike a design without repeats."""
+        return self.comparison is None and self.note in (UNIDENTIFIABLE, NO_DF)
+
+    @property
     def detected(self) -> bool:
         c = self.comparison
         return c is not None and c.verdict in (stats.FASTER, stats.SLOWER)

@@ -126,9 +126,10 @@ def _values(orders: list[str]) -> list[PositionRun]:
 def test_orders_that_leave_the_switch_confounded_with_the_drift_say_so() -> None:
     one_order = carryover.estimate(_values(["ABBA"] * 6))
     assert one_order.comparison is None and one_order.note.startswith("not identifiable")
-    assert "not identifiable" in carryover.sentence(one_order)
+    assert "not identifiable" in carryover.sentence(one_order) and one_order.confounded
     paired = carryover.estimate(_values(["AB", "BA"] * 3))
     assert paired.comparison is None and "after a repeat" in paired.note
+    assert not paired.confounded  # no repeat at all: nothing to say (the summary is silent)
     # aa-control, R' the reference's copy 1: R R' A has the repeat at its start, A R R'
     # at its end, R A R' none; one place of the repeat leaves it confounded
     assert "after a repeat" in carryover.estimate(_values(["RAR"] * 6)).note
