@@ -148,18 +148,22 @@ class SwitchFit:
 def design_matrix(rows: Sequence[ModelRow]) -> tuple[np.ndarray, np.ndarray]:
     """(X, y): the switch indicator in column 0, then a level and a centred position
     slope per round, a level per variant but the first, and the first-run indicator."""
-    rounds = sorted({r.round for r in rows})
-    variants = sorted({r.variant_id for r in rows})[1:]
-    centre = {rnd: statistics.fmean(r.position for r in rows if r.round == rnd) for rnd in rounds}
-    x = np.zeros((len(rows), 2 + 2 * len(rounds) + len(variants)))
+    rounds = {rnd: k for k, rnd in enumerate(sorted({r.round for r in rows}))}
+    variants = {v: k for k, v in enumerate(sorted({r.variant_id for r in rows})[1:])}
+    positions: dict[int, list[int]] = {}
+    for r in rows:
+        positions.setdefault(r.round, []).append(r.position)
+    centre = {rnd: sum(ps) / len(ps) for rnd, ps in positions.items()}
+    n_rounds = len(rounds)
+    x = np.zeros((len(rows), 2 + 2 * n_rounds + len(variants)))
     for i, r in enumerate(rows):
-        k = rounds.index(r.round)
+        k = rounds[r.round]
         x[i, 0] = r.kind == SWITCH
         x[i, 1] = r.kind == FIRST
         x[i, 2 + k] = 1.0
-        x[i, 2 + len(rounds) + k] = r.position - centre[r.round]
+        x[i, 2 + n_rounds + k] = r.position - centre[r.round]
         if r.variant_id in variants:
-            x[i, 2 + 2 * len(rounds) + variants.index(r.variant_id)] = 1.0
+            x[i, 2 + 2 * n_rounds + variants[r.variant_id]] = 1.0
     return x, np.array([r.log_value for r in rows])
 
 
@@ -174,10 +178,10 @@ def fit_switch(rows: Sequence[ModelRow]) -> SwitchFit | str:
     df = len(y) - len(keep)
     if df < 1:
         return NO_DF
-    coef, *_ = np.linalg.lstsq(xk, y, rcond=None)
+    inv = np.linalg.inv(xk.T @ xk)
+    coef = inv @ (xk.T @ y)
     resid = y - xk @ coef
-    cov = float(resid @ resid) / df * np.linalg.inv(xk.T @ xk)
-    return SwitchFit(float(coef[0]), math.sqrt(float(cov[0, 0])), df)
+    return SwitchFit(float(coef[0]), math.sqrt(float(resid @ resid) / df * inv[0, 0]), df)
 
 
 def _independent_columns(x: np.ndarray) -> list[int]:
