@@ -177,7 +177,7 @@ def design_lines(s: ExperimentSummary) -> list[str]:
 def verdict_lines(s: ExperimentSummary) -> list[str]:
     """The A/A verdict and the carry-over estimate, in words (nothing to say: no line)."""
     lines = [aa_sentence(s.aa)] if s.aa is not None else []
-    if s.carryover is not None and s.carryover.comparison is not None:
+    if s.carryover is not None and (s.carryover.comparison is not None or s.carryover.confounded):
         lines.append(carryover.sentence(s.carryover, ratio_words(s.info)))
     return lines
 

@@ -156,12 +156,13 @@ def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) 
     target = until_ci if until_ci is not None else exp.until_ci_pct
     sigma = found.noise.sigma_log
     f = precision.forecast(sigma, rounds, p.seconds_per_round, target)
-    assured = assurance.assured_half_width_pct(sigma, rounds)
+    assured = assurance.assured_half_width_pct(sigma, rounds, noise_df=found.honest_df)
     out.print(
         f"[bold]precision:[/bold] noise {fmt_number(found.noise.sigma_pct)} % per round "
         f"from {found.source} (stdev of the per-round log ratios); at {rounds} rounds the "
         f"95 % CI half-width is about ±{fmt_number(f.ci_half_width_pct)} % (±"
-        f"{fmt_number(assured)} % or narrower with {assurance.ASSURANCE * 100:g} % probability) "
+        f"{fmt_number(assured)} % or narrower with {assurance.ASSURANCE * 100:g} % probability, "
+        f"counting the noise estimate's own uncertainty) "
         f"and the minimum detectable effect (power 80 %) {fmt_number(f.mde_pct)} %",
         highlight=False,
     )
@@ -171,8 +172,24 @@ def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) 
             f"runs design {exp.run_design.kind}: its noise per round may differ",
             highlight=False,
         )
+    out.print(_noise_df_line(found), highlight=False)
     if target is not None:
-        _render_target(exp, out, assurance.plan_target(sigma, target, p.seconds_per_round))
+        t = assurance.plan_target(sigma, target, p.seconds_per_round, found.honest_df)
+        _render_target(exp, out, t)
+
+
+def _noise_df_line(found: Any) -> str:
+    """How well the noise is known: its honest df and how far above it sigma may be."""
+    from blocklab.analysis import assurance
+
+    df = found.honest_df
+    factor = assurance.sigma_upper_factor(df)
+    word = "wide" if factor >= 1.5 else "rough" if factor >= 1.2 else "fair"
+    return (
+        f"noise from {found.rounds} rounds ({df} df): {word}; the true noise may be up to "
+        f"{fmt_number(factor)} x that ({assurance.ASSURANCE * 100:g} % upper bound): the "
+        f"rounds below count it"
+    )
 
 
 def _render_target(exp: spec.Experiment, out: Console, t: TargetPlan) -> None:
@@ -193,10 +210,11 @@ def _render_target(exp: spec.Experiment, out: Console, t: TargetPlan) -> None:
         return
     line = (
         f"±{t.target_pct:g} % needs {t.rounds_assured} rounds to be reached with 80 % "
-        f"probability ({format_duration(t.seconds_assured)} of runs; {t.rounds_expected} "
-        f"rounds reach it about half the time); {power_line}"
+        f"probability ({format_duration(t.seconds_assured)} of runs; {_if_exact(t)}"
+        f"{t.rounds_expected} rounds reach it about half the time); {power_line}"
     )
     cap = exp.max_rounds or planning.default_max_rounds(exp.rounds)
+    line += _until_ci_floor(exp, t)
     budget = exp.time_budget_s
     if t.rounds_assured > cap or (budget is not None and t.seconds_assured > budget):
         line += (
@@ -205,6 +223,23 @@ def _render_target(exp: spec.Experiment, out: Console, t: TargetPlan) -> None:
             + "): an --until-ci run may stop early"
         )
     out.print(line, highlight=False)
+
+
+def _if_exact(t: TargetPlan) -> str:
+    if t.noise_df is None or t.rounds_if_exact is None:
+        return ""
+    return f"{t.rounds_if_exact} rounds were the noise exact; "
+
+
+def _until_ci_floor(exp: spec.Experiment, t: TargetPlan) -> str:
+    """What --until-ci runs at least (blocklab.analysis.stopping's floor)."""
+    from blocklab.analysis import stopping
+
+    first = stopping.first_stage(exp.rounds)
+    return (
+        f"; --until-ci {t.target_pct:g} runs the rounds its first {first} rounds' noise "
+        f"plans, at least {stopping.floor(first)}"
+    )
 
 
 COMMANDS: list[click.Command] = [plan_command]

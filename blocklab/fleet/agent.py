@@ -176,16 +176,21 @@ class Agent:
 
     def _extend(self, db: Any, sub: registry.Submission, job: JobSpec) -> None:
         """--until-ci per host: one more round of this host while its widest CI is wider."""
+        from blocklab.analysis import stopping
         from blocklab.analysis.summary import summarize_experiment
 
         if sub.until_ci_pct is None or job.round_no < sub.rounds:
             return
-        width = summarize_experiment(db, job.experiment, host=self.host).max_ci_half_width_pct()
-        if width is not None and width <= sub.until_ci_pct:
-            self.log(f"host {self.host}: every CI half-width <= {sub.until_ci_pct:g} %")
-            return
-        if job.round_no >= sub.max_rounds_per_host():
-            self.log(f"host {self.host}: max rounds reached ({job.round_no})")
+        summary = summarize_experiment(db, job.experiment, host=self.host)
+        decision = stopping.decide(
+            summary.log_ratios(),
+            summary.max_ci_half_width_pct(),
+            sub.until_ci_pct,
+            first=stopping.first_stage(sub.rounds),
+            max_rounds=sub.max_rounds_per_host(),
+        )
+        if decision.stop or job.round_no >= sub.max_rounds_per_host():
+            self.log(f"host {self.host}: {decision.reason}")
             return
         app = queue.make_app(self.target, max_size=1)
         with app.open():

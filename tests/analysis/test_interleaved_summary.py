@@ -152,9 +152,11 @@ def test_from_round_log_ratios_is_the_estimate_of_positions() -> None:
     ]
     # round 1: only b has both: after a switch 100 (pos 1), after a repeat 90 (pos 2)
     assert carryover.round_log_ratios(runs) == pytest.approx({1: math.log(100 / 90)})
-    got = carryover.estimate(runs)
     same = carryover.from_round_log_ratios({1: math.log(100 / 90)})
-    assert got.comparison is not None and same.comparison is not None
-    assert got.comparison.estimate == pytest.approx(same.comparison.estimate) == 100 / 90
-    assert (got.n_rounds, got.note) == (same.n_rounds, same.note) == (1, "")
+    assert same.comparison is not None and same.comparison.estimate == pytest.approx(100 / 90)
+    assert (same.n_rounds, same.note) == (1, "")
+    # runs (not slices) are estimated by the model with a drift slope per round
+    # (blocklab.analysis.carryover.estimate): one A B B A round cannot separate the two
+    got = carryover.estimate(runs)
+    assert got.comparison is None and got.note.startswith("not identifiable")
     assert carryover.from_round_log_ratios({}).note == carryover.estimate([]).note != ""
