@@ -6,7 +6,8 @@ would do) -> CHECKPOINT -> optional warm-up (pgbench, unmeasured) -> instrumenta
 
 Everything pgbench and the server said is kept in the run's raw directory
 (`pgbench.argv`, `pgbench.stdout`, `pgbench.stderr`, `pgbench.exit_code`, the aggregate
-log `pgbench_log.PID[.N]`, `server.log`, and the same for the warm-up). A run whose
+log `driver/pgbench_log.PID[.N]` (written by pgbench as the driver's unprivileged user),
+`server.log`, and the same for the warm-up). A run whose
 pgbench exit code is not 0, whose failed count is above 0, or whose server died is
 recorded as failed with the reason and without tps or latency numbers (the record:
 blocklab.execution.run_record). The server is stopped by PID whatever happens
@@ -347,6 +348,7 @@ def _write_settings(target: RunTarget, acc: RunState) -> None:
 def _prepare(target: RunTarget, acc: RunState) -> None:
     c = target.cluster
     t0 = time.monotonic()
+    dataset.hand_over(c, target.driver)  # a snapshot made before the workload role
     sql = target.driver.prepare_sql(target.variant.workload)
     if sql is not None:
         c.psql(sql)
@@ -405,8 +407,9 @@ def _measure(target: RunTarget, acc: RunState) -> None:
     duration_s, stop_when, tail, begin = w.duration_s, None, None, time.time()
     if acc.controls.cycles and acc.cycle_opening_epoch is not None:
         duration_s, stop_when, tail = _cycles_end(target, acc)
+    ep = endpoint(c)
     acc.argv = acc.driver_prefix + driver.command(
-        c.inst, endpoint(c), w, raw_dir=acc.raw_dir, duration_s=duration_s
+        c.inst, ep, w, raw_dir=acc.raw_dir, duration_s=duration_s
     )
     (acc.raw_dir / f"{driver.name}.argv").write_text(shlex.join(acc.argv) + "\n")
     faults.step("measure")
@@ -419,6 +422,7 @@ def _measure(target: RunTarget, acc: RunState) -> None:
         stop_when=stop_when,
     )
     acc.workload_s = res.elapsed_s
+    acc.provenance.update(driver_uid=res.uid, driver_role=ep.user)  # never 0, never superuser
     if tail is not None:
         _record_cycles(tail, acc, begin)
     acc.stdout, acc.stderr = res.stdout, res.stderr

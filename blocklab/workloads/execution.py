@@ -8,10 +8,18 @@ server is gone the driver gets SERVER_GONE_GRACE_S to notice and exit by itself.
 `stop_when`, polled every POLL_S, ends a run early and cleanly: when it returns True the
 driver gets `stop_signal` once (pgbench: SIGALRM, the signal of its own -T end, after
 which it prints its full report; blocklab.execution.cycles) and is then waited for as usual.
+
+Least privilege: every driver execution, every dataset load (`run_driver`) runs as
+`driver_user()`, the server's unprivileged OS user, never as root, whatever blocklab runs
+as; the uid it ran as is read back from /proc (`Execution.uid`) for the run's provenance.
+It writes only into its own directory of the run's raw files (DRIVER_DIR, owned by it, its
+working directory): the raw directory itself stays blocklab's, so nothing the driver does
+can redirect a file root writes there.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -20,9 +28,47 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from blocklab import proc
+from blocklab.errors import RunError
+from blocklab.paths import untraversable
+from blocklab.postgres.cluster import server_user
 
 SERVER_GONE_GRACE_S = 15.0
 POLL_S = 0.5
+DRIVER_DIR = "driver"  # the only part of a run's raw directory a driver may write
+
+
+def driver_user() -> proc.User:
+    """The OS user drivers, loads and psql run as: the server's unprivileged user (created
+    when missing; never uid 0). One user for both: its rights over the data directory give
+    it nothing a superuser connection does not (COPY ... TO PROGRAM runs as it too), and
+    root gives it nothing."""
+    user = server_user()
+    if user.uid == 0:  # server_user refuses this already; a driver must never be root
+        raise RunError(f"the OS user {user.name!r} is root; drivers never run as root")
+    return user
+
+
+def driver_dir(raw_dir: Path, user: proc.User) -> Path:
+    """raw_dir/DRIVER_DIR, made for and owned by `user` (RunError when `user` cannot
+    reach raw_dir: a --results directory closed to others)."""
+    blocked = untraversable(raw_dir, user.uid, user.gid)
+    if blocked is not None:
+        raise RunError(
+            f"{raw_dir}: the driver's user {user.name!r} cannot enter {blocked}; allowed: "
+            "a results directory every user may traverse (chmod o+x)"
+        )
+    work = raw_dir / DRIVER_DIR
+    if work.is_symlink():
+        work.unlink()
+    work.mkdir(mode=0o755, exist_ok=True)
+    os.chown(work, user.uid, user.gid, follow_symlinks=False)
+    return work
+
+
+def run_driver(argv: Sequence[str], *, timeout_s: float) -> proc.Result:
+    """A driver's command run to completion (a dataset load: pgbench -i, sysbench
+    prepare, psql; the self-test's pgbench) as `driver_user()`."""
+    return proc.run(argv, user=driver_user(), cwd="/", timeout_s=timeout_s)
 
 
 @dataclass(frozen=True)
@@ -32,6 +78,7 @@ class Execution:
     stderr: str
     ended: str  # why blocklab ended it; "" when it exited by itself
     elapsed_s: float
+    uid: int | None = None  # the uid it ran as, read from /proc (None: gone before)
 
 
 def execute(
@@ -49,8 +96,11 @@ def execute(
     out, err = raw_dir / f"{stem}.stdout", raw_dir / f"{stem}.stderr"
     for p in (out, err):
         p.unlink(missing_ok=True)
+    user = driver_user()
+    work = driver_dir(raw_dir, user)
     t0 = time.monotonic()
-    child = proc.spawn(argv, stdout_path=out, stderr_path=err)
+    child = proc.spawn(argv, stdout_path=out, stderr_path=err, user=user, cwd=work)
+    uid = proc.process_uid(child.pid)  # not reaped yet: a zombie still says
     try:
         stop = None if stop_when is None else _Stop(child, stop_when, stop_signal)
         code, ended = _watch(child, t0, timeout_s, server_alive, grace_s, stop)
@@ -63,6 +113,7 @@ def execute(
         stderr=err.read_text(errors="replace"),
         ended=ended,
         elapsed_s=time.monotonic() - t0,
+        uid=uid,
     )
 
 

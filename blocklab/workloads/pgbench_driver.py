@@ -12,8 +12,11 @@ from blocklab.model import DatasetRequest, WorkloadRequest
 from blocklab.postgres.installation import Installation
 from blocklab.workloads import pages, pgbench
 from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
+from blocklab.workloads.execution import DRIVER_DIR
 
-LOG_PREFIX = "pgbench_log"
+# pgbench writes its aggregate logs itself, as the driver's user: into the raw directory's
+# part that is its own (blocklab.workloads.execution)
+LOG_PREFIX = f"{DRIVER_DIR}/pgbench_log"
 
 
 def _target(endpoint: Endpoint) -> pgbench.Target:
