@@ -55,7 +55,7 @@ from blocklab.postgres.cluster import ServerStartError
 from blocklab.store import RunRecord
 from blocklab.timestamps import now_iso
 from blocklab.workloads import dataset
-from blocklab.workloads.base import endpoint
+from blocklab.workloads.base import run_endpoint
 from blocklab.workloads.execution import execute
 
 SLICE_GRACE_S = 60
@@ -220,7 +220,7 @@ def run_slice(server: Server, seconds: int, stem: str, position: int) -> SliceRu
     """One driver execution of -T `seconds` against the server (the runner's command)."""
     t, c = server.target, server.target.cluster
     vid, driver = t.variant.variant_id, t.driver
-    ep = endpoint(c)
+    ep = run_endpoint(c, driver)
     argv = driver.command(c.inst, ep, t.variant.workload, raw_dir=None, duration_s=seconds)
     res = execute(
         argv, server.raw_dir, stem, timeout_s=seconds + SLICE_GRACE_S, server_alive=c.alive

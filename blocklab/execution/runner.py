@@ -36,7 +36,7 @@ from blocklab.storage import quiesce
 from blocklab.store import RunRecord
 from blocklab.timestamps import now_iso
 from blocklab.workloads import dataset
-from blocklab.workloads.base import endpoint
+from blocklab.workloads.base import run_endpoint
 from blocklab.workloads.execution import execute
 
 WORKLOAD_GRACE_S = 300
@@ -219,7 +219,7 @@ def _lead_in(target: RunTarget, acc: RunState) -> bool:
     timeout_s = cycles.checkpoint_timeout_s(acc.provenance.get("settings_written", {}))
     bound_s = int(timeout_s) + cycles.LEAD_IN_MARGIN_S
     argv = acc.driver_prefix + driver.command(
-        c.inst, endpoint(c), w, raw_dir=None, duration_s=bound_s
+        c.inst, run_endpoint(c, driver), w, raw_dir=None, duration_s=bound_s
     )
     acc.cycle_log_offset = file_size(c.log_path)
     tail, begin = cycles.LogTail(c.log_path, acc.cycle_log_offset), time.time()
@@ -253,7 +253,7 @@ def _steady_warmup(target: RunTarget, acc: RunState) -> bool:
 
     def chunk(seconds: int) -> steady.Chunk | None:
         argv = acc.driver_prefix + driver.command(
-            c.inst, endpoint(c), w, raw_dir=None, duration_s=seconds
+            c.inst, run_endpoint(c, driver), w, raw_dir=None, duration_s=seconds
         )
         stem = f"warmup-{len(chunks) + 1}"  # each chunk's output in files of its own
         before, t0 = _wal_counters(c), time.monotonic()
@@ -359,7 +359,7 @@ def _prepare(target: RunTarget, acc: RunState) -> None:
 def _warmup(target: RunTarget, acc: RunState) -> bool:
     c, w, driver = target.cluster, target.variant.workload, target.driver
     argv = acc.driver_prefix + driver.command(
-        c.inst, endpoint(c), w, raw_dir=None, duration_s=w.warmup_s
+        c.inst, run_endpoint(c, driver), w, raw_dir=None, duration_s=w.warmup_s
     )
     t0 = time.monotonic()
     faults.step("warmup")
@@ -407,7 +407,7 @@ def _measure(target: RunTarget, acc: RunState) -> None:
     duration_s, stop_when, tail, begin = w.duration_s, None, None, time.time()
     if acc.controls.cycles and acc.cycle_opening_epoch is not None:
         duration_s, stop_when, tail = _cycles_end(target, acc)
-    ep = endpoint(c)
+    ep = run_endpoint(c, driver)
     acc.argv = acc.driver_prefix + driver.command(
         c.inst, ep, w, raw_dir=acc.raw_dir, duration_s=duration_s
     )

@@ -63,6 +63,15 @@ def endpoint(cluster: Cluster, *, role: str = ROLE) -> Endpoint:
     return Endpoint(str(cluster.socket_dir), cluster.port, role)
 
 
+def run_endpoint(cluster: Cluster, driver: object) -> Endpoint:
+    """Where a driver's runs connect: as the workload role, unless the driver says it
+    needs the superuser role on this server's major version (an optional
+    `needs_superuser(major) -> bool`; the TPC-H-like driver before PostgreSQL 15)."""
+    needs = getattr(driver, "needs_superuser", None)
+    superuser = needs is not None and bool(needs(cluster.inst.major))
+    return endpoint(cluster, role=cluster.user.name if superuser else ROLE)
+
+
 @dataclass(frozen=True)
 class WorkloadResult:
     """What one execution of a workload tool reported, parsed (pure). Numbers are None

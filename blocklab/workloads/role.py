@@ -8,7 +8,10 @@ script's SQL cannot run `COPY ... TO PROGRAM`, read server files (`pg_read_file`
 `LOAD` a library: those need a superuser or a role granted them, and ROLE is neither.
 
 `handover_sql()` makes ROLE (when missing) and gives it the current database and every
-relation of the user's schemas; it is idempotent. It runs after every load (the snapshot
+relation of the user's schemas (and, on PostgreSQL 15+, the right to set
+SESSION_SETTING); it is idempotent. A driver that needs more on a server (the TPC-H-like
+one on PostgreSQL 13 and 14) says so with `needs_superuser(major)`, and the runner's
+provenance records the role it ran as (`driver_role`). It runs after every load (the snapshot
 keeps it) and again before every run, so a snapshot made before the role existed gets it
 too (the CHECKPOINT that follows keeps it out of the measured window).
 """
@@ -16,6 +19,9 @@ too (the CHECKPOINT that follows keeps it out of the measured window).
 from __future__ import annotations
 
 ROLE = "blocklab_workload"
+# the superuser-only setting the TPC-H-like driver's sessions set for themselves (its
+# per-query times); PostgreSQL 15+ can grant it, older servers cannot (needs_superuser)
+SESSION_SETTING = "log_min_duration_statement"
 USER_SCHEMAS = "n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_'"
 # relkind -> the ALTER command that can change its owner
 OWNED_KINDS = {"r": "TABLE", "p": "TABLE", "v": "VIEW", "m": "MATERIALIZED VIEW",
@@ -37,6 +43,9 @@ BEGIN
     CREATE ROLE {ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION;
   END IF;
   EXECUTE format('ALTER DATABASE %I OWNER TO {ROLE}', current_database());
+  IF current_setting('server_version_num')::int >= 150000 THEN
+    EXECUTE 'GRANT SET ON PARAMETER {SESSION_SETTING} TO {ROLE}';
+  END IF;
   FOR r IN SELECT c.oid::regclass AS rel, CASE c.relkind {cases} END AS what
            FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
            WHERE c.relkind IN ({kinds}) AND {USER_SCHEMAS}

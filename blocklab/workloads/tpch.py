@@ -337,6 +337,12 @@ class TpchDriver:
     def prepare_sql(self, workload: WorkloadRequest) -> str | None:
         return None
 
+    def needs_superuser(self, major: int) -> bool:
+        """go-tpc's sessions set log_min_duration_statement, a superuser-only setting that
+        PostgreSQL 15+ grants the workload role (blocklab.workloads.role) and older
+        servers cannot: there they connect as the superuser role."""
+        return major < 15
+
     def command(
         self,
         inst: Installation,

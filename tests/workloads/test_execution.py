@@ -26,6 +26,7 @@ def raw(paths: Paths) -> Path:
     """A run's raw directory as the runner makes it: root's, under a reachable home."""
     return ensure_dir(paths.home / "execution" / uuid.uuid4().hex[:8])
 
+
 # a "driver" that prints, starts a child in its own process group, and hangs
 HANGING = ["sh", "-c", "echo started; echo oops >&2; sleep 300 & echo $! > child.pid; wait"]
 

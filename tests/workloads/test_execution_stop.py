@@ -18,6 +18,7 @@ def raw(paths: Paths) -> Path:
     """Under the test home: pytest's tmp_path (0700) is closed to the driver's user."""
     return ensure_dir(paths.home / "execution-stop" / uuid.uuid4().hex[:8])
 
+
 # the system's Python: the driver's user cannot enter the test's own (under /root)
 PYTHON = "/usr/bin/python3"
 CHILD = (
