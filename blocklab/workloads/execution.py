@@ -12,18 +12,22 @@ which it prints its full report; blocklab.execution.cycles) and is then waited f
 Least privilege: every driver execution, every dataset load (`run_driver`) runs as
 `driver_user()`, the server's unprivileged OS user, never as root, whatever blocklab runs
 as; the uid it ran as is read back from /proc (`Execution.uid`) for the run's provenance.
-It writes only into its own directory of the run's raw files (DRIVER_DIR, owned by it, its
-working directory): the raw directory itself stays blocklab's, so nothing the driver does
+It writes only into a temporary directory of its own (its working directory), whose
+regular files root then copies into the run's raw files (DRIVER_DIR): the raw directory
+stays root's and need not be reachable by the driver's user, so nothing the driver does
 can redirect a file root writes there.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +38,7 @@ from blocklab.postgres.cluster import server_user
 
 SERVER_GONE_GRACE_S = 15.0
 POLL_S = 0.5
-DRIVER_DIR = "driver"  # the only part of a run's raw directory a driver may write
+DRIVER_DIR = "driver"  # in a run's raw directory: the files the driver wrote
 
 
 def driver_user() -> proc.User:
@@ -48,21 +52,42 @@ def driver_user() -> proc.User:
     return user
 
 
-def driver_dir(raw_dir: Path, user: proc.User) -> Path:
-    """raw_dir/DRIVER_DIR, made for and owned by `user` (RunError when `user` cannot
-    reach raw_dir: a --results directory closed to others)."""
-    blocked = untraversable(raw_dir, user.uid, user.gid)
+@contextmanager
+def driver_dir(raw_dir: Path, user: proc.User) -> Iterator[Path]:
+    """A fresh directory of `user`'s in the system's temporary directory: the driver's
+    working directory, the only place it writes (pgbench's aggregate logs: a relative
+    --log-prefix). Afterwards root copies its regular files, never a symlink, into
+    raw_dir/DRIVER_DIR (root's) and removes it: the results directory need not be open
+    to the driver's user, and nothing the driver leaves can redirect a write of root's."""
+    base = Path(tempfile.gettempdir())
+    blocked = untraversable(base, user.uid, user.gid)
     if blocked is not None:
         raise RunError(
-            f"{raw_dir}: the driver's user {user.name!r} cannot enter {blocked}; allowed: "
-            "a results directory every user may traverse (chmod o+x)"
+            f"TMPDIR: the driver's user {user.name!r} cannot enter {blocked}; allowed: a "
+            "temporary directory every user may traverse (/tmp)"
         )
-    work = raw_dir / DRIVER_DIR
-    if work.is_symlink():
-        work.unlink()
-    work.mkdir(mode=0o755, exist_ok=True)
-    os.chown(work, user.uid, user.gid, follow_symlinks=False)
-    return work
+    work = Path(tempfile.mkdtemp(prefix="blocklab-driver-", dir=base))
+    try:
+        os.chown(work, user.uid, user.gid)
+        yield work
+    finally:
+        _collect(work, raw_dir / DRIVER_DIR)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _collect(work: Path, dest: Path) -> None:
+    """Copy the regular files directly in `work` into `dest` (made when there are any),
+    each opened without following a symlink."""
+    for entry in os.scandir(work):
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        dest.mkdir(mode=0o755, exist_ok=True)
+        with os.fdopen(fd, "rb") as src, open(dest / entry.name, "wb") as out:
+            shutil.copyfileobj(src, out)
 
 
 def run_driver(argv: Sequence[str], *, timeout_s: float) -> proc.Result:
@@ -97,16 +122,16 @@ def execute(
     for p in (out, err):
         p.unlink(missing_ok=True)
     user = driver_user()
-    work = driver_dir(raw_dir, user)
-    t0 = time.monotonic()
-    child = proc.spawn(argv, stdout_path=out, stderr_path=err, user=user, cwd=work)
-    uid = proc.process_uid(child.pid)  # not reaped yet: a zombie still says
-    try:
-        stop = None if stop_when is None else _Stop(child, stop_when, stop_signal)
-        code, ended = _watch(child, t0, timeout_s, server_alive, grace_s, stop)
-    except BaseException:
-        proc.end_group(child)
-        raise
+    with driver_dir(raw_dir, user) as work:
+        t0 = time.monotonic()
+        child = proc.spawn(argv, stdout_path=out, stderr_path=err, user=user, cwd=work)
+        uid = proc.process_uid(child.pid)  # not reaped yet: a zombie still says
+        try:
+            stop = None if stop_when is None else _Stop(child, stop_when, stop_signal)
+            code, ended = _watch(child, t0, timeout_s, server_alive, grace_s, stop)
+        except BaseException:
+            proc.end_group(child)
+            raise
     return Execution(
         exit_code=code,
         stdout=out.read_text(errors="replace"),
