@@ -22,10 +22,8 @@ from blocklab.storage.cleanup import release_report
 @pytest.fixture
 def cluster(paths: Paths, pg15_system: Installation) -> Iterator[Cluster]:
     c = scratch_cluster(paths, pg15_system, "pid-verify")
-    try:
-        yield c
-    finally:
-        remove_cluster(c)
+    yield c  # pytest runs the teardown below after a failed test, too
+    remove_cluster(c)
 
 
 def _sleeper(where: Path, *, as_server_user: bool) -> proc.subprocess.Popen[bytes]:
