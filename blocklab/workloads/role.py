@@ -44,7 +44,9 @@ BEGIN
   END IF;
   EXECUTE format('ALTER DATABASE %I OWNER TO {ROLE}', current_database());
   IF current_setting('server_version_num')::int >= 150000 THEN
-    EXECUTE 'GRANT SET ON PARAMETER {SESSION_SETTING} TO {ROLE}';
+    IF NOT has_parameter_privilege('{ROLE}', '{SESSION_SETTING}', 'SET') THEN
+      EXECUTE 'GRANT SET ON PARAMETER {SESSION_SETTING} TO {ROLE}';
+    END IF;
   END IF;
   FOR r IN SELECT c.oid::regclass AS rel, CASE c.relkind {cases} END AS what
            FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
