@@ -182,11 +182,13 @@ def test_a_script_the_driver_user_cannot_read_is_refused(paths: Paths, tmp_path:
     """pgbench runs as the server's unprivileged user: a script it could not open is
     refused naming the key, not left to fail inside the run."""
     server_user()  # made when missing
-    hidden = tmp_path / "x.sql"  # under /tmp/pytest-of-root (0700)
+    closed = ensure_dir(paths.home / "closed" / tmp_path.name)
+    closed.chmod(0o700)  # root's, closed to others
+    hidden = closed / "x.sql"
     hidden.write_text("SELECT 1;\n")
     with pytest.raises(UserError, match=r"workload.scripts: .*cannot enter .*chmod o\+r"):
         pgbench.script_args(WorkloadRequest(builtin=None, scripts=(str(hidden),)))
-    unreadable = ensure_dir(paths.home / "scripts") / "secret.sql"
+    unreadable = ensure_dir(paths.home / "scripts") / f"secret-{tmp_path.name}.sql"
     unreadable.write_text("SELECT 1;\n")
     unreadable.chmod(0o600)
     with pytest.raises(UserError, match=r"may not read it \(mode 0600\)"):
