@@ -55,7 +55,7 @@ from blocklab.postgres.cluster import ServerStartError
 from blocklab.store import RunRecord
 from blocklab.timestamps import now_iso
 from blocklab.workloads import dataset
-from blocklab.workloads.base import endpoint
+from blocklab.workloads.base import run_endpoint
 from blocklab.workloads.execution import execute
 
 SLICE_GRACE_S = 60
@@ -209,6 +209,7 @@ def start(server: Server) -> None:
     server.provenance["settings_written"] = dict(t.settings.settings)
     server.log_offset = runner.file_size(c.log_path)
     c.start()
+    dataset.hand_over(c, t.driver)  # a snapshot made before the workload role
     sql = t.driver.prepare_sql(t.variant.workload)
     if sql is not None:
         c.psql(sql)
@@ -219,10 +220,12 @@ def run_slice(server: Server, seconds: int, stem: str, position: int) -> SliceRu
     """One driver execution of -T `seconds` against the server (the runner's command)."""
     t, c = server.target, server.target.cluster
     vid, driver = t.variant.variant_id, t.driver
-    argv = driver.command(c.inst, endpoint(c), t.variant.workload, raw_dir=None, duration_s=seconds)
+    ep = run_endpoint(c, driver)
+    argv = driver.command(c.inst, ep, t.variant.workload, raw_dir=None, duration_s=seconds)
     res = execute(
         argv, server.raw_dir, stem, timeout_s=seconds + SLICE_GRACE_S, server_alive=c.alive
     )
+    server.provenance.update(driver_uid=res.uid, driver_role=ep.user)
     runner.save_output(server.raw_dir, stem, argv, res.exit_code)
     result = driver.parse(res.stdout, res.stderr)
     why = res.ended or driver.verdict(res.exit_code, result, server_alive=c.alive())

@@ -3,8 +3,11 @@
 The server runs as the OS user `blocklab` (created by `server_user()` when missing),
 listens only on a private unix socket directory (no TCP unless asked), logs checkpoints
 with epoch-millisecond prefixes in the C locale, and is stopped by PID: fast shutdown,
-then SIGKILL after a timeout. Every server is recorded in `State` before it starts so
-that `blocklab cleanup` can stop what a killed blocklab left behind.
+then SIGKILL after a timeout, and only once /proc shows that PID to be this data directory's
+postgres, run by its owner, started when recorded (`verified_pid`; postmaster.pid is
+written by the server's user, so root does not take its word). Every server is recorded
+in `State` before it starts so that `blocklab cleanup` can stop what a killed blocklab
+left behind.
 """
 
 from __future__ import annotations
@@ -205,6 +208,8 @@ class Cluster:
         self.memory_hook = memory_hook
         self.listen_addresses = listen_addresses
         self.pid: int | None = None
+        self.pid_ticks: int | None = None  # the postmaster's start time, to know it again
+        self.refused: list[str] = []  # PIDs root would not signal, and why
 
     # -- identity ---------------------------------------------------------------------
     @property
@@ -308,7 +313,8 @@ class Cluster:
         self.pid = postmaster_pid(self.data_dir)
         if self.pid is None:
             raise RunError(f"the server started but {self.data_dir}/postmaster.pid has no PID")
-        self.state.update("server", self.ident, pid=self.pid)
+        self.pid_ticks = proc.start_ticks(self.pid)
+        self.state.update("server", self.ident, pid=self.pid, pid_ticks=self.pid_ticks)
         self._apply_memory_hook(self.pid)
         return self.pid
 
@@ -329,7 +335,7 @@ class Cluster:
     def _after_failed_start(self) -> None:
         pid = postmaster_pid(self.data_dir)
         if pid is not None and proc.pid_alive(pid):
-            self.pid = pid
+            self.pid, self.pid_ticks = pid, None
             self.kill()
         else:
             self.state.remove("server", self.ident)
@@ -341,20 +347,33 @@ class Cluster:
         """Fast shutdown (SIGINT) by PID; SIGKILL after `timeout_s`. True if it was clean.
         Processes a dead postmaster left on this data directory are ended, too."""
         clean = True
-        if self.pid is not None:
+        if self.verified_pid() is not None:
             clean = self._signal_and_wait(signal.SIGINT, timeout_s)
-            if not clean:
-                proc.terminate(self.pid, sig=signal.SIGKILL, grace_s=5.0)
+            if not clean and (pid := self.verified_pid()) is not None:
+                proc.terminate(pid, sig=signal.SIGKILL, grace_s=5.0)
         self._end_leftovers()
         self._forget()
         return clean
 
     def kill(self) -> None:
         """SIGKILL the postmaster, then whatever it left on this data directory, by PID."""
-        if self.pid is not None:
-            proc.terminate(self.pid, sig=signal.SIGKILL, grace_s=5.0)
+        if (pid := self.verified_pid()) is not None:
+            proc.terminate(pid, sig=signal.SIGKILL, grace_s=5.0)
         self._end_leftovers()
         self._forget()
+
+    def verified_pid(self) -> int | None:
+        """self.pid when /proc shows it to be this data directory's postmaster (see
+        proc.postmaster_refusal); otherwise None, and the refusal is kept in `refused`."""
+        if self.pid is None or not proc.pid_alive(self.pid):
+            return None
+        exe = str(self.inst.bin("postgres"))
+        ticks = self.pid_ticks
+        why = proc.postmaster_refusal(self.pid, self.data_dir, started_ticks=ticks, exe=exe)
+        if why:
+            self.refused.append(f"not signalled: {why}")
+            return None
+        return self.pid
 
     def _signal_and_wait(self, sig: int, timeout_s: float) -> bool:
         assert self.pid is not None
@@ -384,13 +403,14 @@ class Cluster:
         return server_pids(self.data_dir, self.inst.bin("postgres"))
 
     def _forget(self) -> None:
-        self.pid = None
+        self.pid = self.pid_ticks = None
         self.state.remove("server", self.ident)
 
     # -- queries ------------------------------------------------------------------------
     def psql(self, sql: str, *, timeout_s: float = 600.0, dbname: str = DBNAME) -> str:
         """Run SQL with psql (-X -A -t, stop on error; each statement in its own
-        transaction unless the SQL says otherwise); return its stdout."""
+        transaction unless the SQL says otherwise) as the server's user, never root;
+        return its stdout. Only blocklab's own SQL: never text read from a file or log."""
         argv = [
             str(self.inst.bin("psql")),
             "-X",
@@ -405,7 +425,8 @@ class Cluster:
             "-f",
             "-",
         ]
-        return proc.run(argv, timeout_s=timeout_s, input_text=sql).stdout
+        res = proc.run(argv, user=self.user, cwd="/", timeout_s=timeout_s, input_text=sql)
+        return res.stdout
 
     def settings_readback(self) -> dict[str, dict[str, Any]]:
         """The effective settings: pg_settings name -> {setting, unit}."""
