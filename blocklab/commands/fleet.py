@@ -9,8 +9,9 @@ import click
 
 from blocklab.commands.options import (
     RunFlags,
-    allow_commands_option,
+    allow_options,
     experiment_options,
+    granted,
     results_option,
 )
 from blocklab.console import console
@@ -227,13 +228,13 @@ def status_cmd(results: str | None, experiment: str | None) -> None:
     from rich.table import Table
 
     from blocklab.fleet import queue
-    from blocklab.fleet.status import command_settings_asked, fleet_status, fmt_eta
+    from blocklab.fleet.status import fleet_status, fmt_eta, trust_asked
 
     _, target = _target(results)
     queue.require_installed(target)
     with queue.connect(target) as conn:
         rows = fleet_status(conn, experiment)
-        asked = command_settings_asked(conn, [s.experiment for s in rows])
+        asked = trust_asked(conn, [s.experiment for s in rows])
     out = console()
     table = Table(title=f"fleet jobs in {target.display}")
     for col in (
@@ -274,8 +275,8 @@ def status_cmd(results: str | None, experiment: str | None) -> None:
             )
     for name, names in asked.items():
         out.print(
-            f"experiment {name} asks for settings that run commands or load libraries: "
-            f"{', '.join(names)} (its agents need --allow-command-settings)",
+            f"experiment {name} asks for what an agent's owner must allow: its agents need "
+            f"--allow {','.join(names)}",
             highlight=False,
         )
     if not rows:
@@ -347,9 +348,13 @@ def move_cmd(src: str, dst: str, results: str | None, experiment: str | None) ->
 @click.option("--host", "host", required=True, help="this host's name in the fleet")
 @results_option
 @click.option("--until-idle", is_flag=True, help="stop when the host's queue is empty")
-@allow_commands_option
+@allow_options
 def agent_cmd(
-    host: str, results: str | None, until_idle: bool, allow_command_settings: bool
+    host: str,
+    results: str | None,
+    until_idle: bool,
+    allow: tuple[str, ...],
+    allow_command_settings: bool,
 ) -> None:
     """Run this host's fleet jobs, one at a time, until stopped (SIGINT/SIGTERM let the
     current job finish)."""
@@ -358,6 +363,7 @@ def agent_cmd(
     from blocklab.paths import Paths
 
     check_host(host)
+    grant = granted(allow, allow_command_settings)
     spec, target = _target(results)
     err = console(stderr=True)
     err.print(f"agent {host}: results and queue in {target.display}", highlight=False)
@@ -366,7 +372,7 @@ def agent_cmd(
 
     open_home(paths, lambda m: err.print(m, highlight=False))  # before the first job
     agent = Agent(host, target, spec, paths, lambda m: err.print(m, highlight=False))
-    agent.allow_command_settings = allow_command_settings
+    agent.granted = grant
     agent.serve(until_idle=until_idle)
     err.print(f"agent {host}: {agent.jobs_done} jobs done", highlight=False)
 

@@ -13,7 +13,14 @@ from rich.console import Console
 from rich.table import Table
 
 from blocklab import experiment_file as spec
-from blocklab.commands.options import RunFlags, results_option, run_options
+from blocklab.commands.options import (
+    RunFlags,
+    allow_options,
+    check_trust,
+    granted,
+    results_option,
+    run_options,
+)
 from blocklab.console import console
 from blocklab.errors import BlocklabError, UserError
 from blocklab.execution import cycles, preflight
@@ -80,6 +87,7 @@ def catalogue_lookup(installs: dict[str, Installation]) -> CatalogueOf:
     type=int,
     help="run a pilot of N rounds (stored as EXPERIMENT-pilot) to measure the noise",
 )
+@allow_options
 def plan_command(
     file: Path | None,
     results: str | None,
@@ -92,6 +100,8 @@ def plan_command(
     time_budget: str | None,
     cycles: int | None,
     pilot: int | None,
+    allow: tuple[str, ...],
+    allow_command_settings: bool,
 ) -> None:
     """Show what `blocklab run FILE` with the same flags would do: variants, builds,
     datasets, runs, the order of the first round, an ETA, and what the planned rounds can
@@ -102,8 +112,10 @@ def plan_command(
     flags.check()
     if pilot is not None and not 2 <= pilot <= 50:
         raise UserError(f"--pilot: rounds between 2 and 50 (got {pilot})")
+    grant = granted(allow, allow_command_settings)
     loaded = flags.load(file)
     exp = loaded.model_copy(update=flags.stopping(loaded))  # what `run` would stop by
+    check_trust(exp, grant, file, "blocklab run")
     paths = Paths.from_env()
     preflight.check_machine(exp, paths)
     from blocklab.store.factory import check_results
@@ -224,7 +236,7 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
         console.print(
             f"[yellow]note[/yellow] settings that run commands or load libraries: "
             f"{', '.join(exp.command_settings())}; `run` and `agent` need "
-            "--allow-command-settings",
+            "--allow commands",
             highlight=False,
         )
     _counts(p, console)
