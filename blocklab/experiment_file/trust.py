@@ -105,7 +105,7 @@ def check(exp: Experiment, granted: frozenset[str], base: Path | None, *, who: s
     others = sorted({x.cls for x in bad})
     raise UserError(
         f"{r.key}: {r.what}; refused unless {who} is started with {ALLOW_FLAG} {r.cls}"
-        + (f" (this experiment also needs {', '.join(others)})" if len(others) > 1 else "")
+        + (f" (all it asks for: {ALLOW_FLAG} {','.join(others)})" if len(others) > 1 else "")
     )
 
 
