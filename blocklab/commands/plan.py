@@ -78,6 +78,23 @@ def catalogue_lookup(installs: dict[str, Installation]) -> CatalogueOf:
     return lambda req: of(_request_key(req))
 
 
+def check_known_settings(exp: spec.Experiment, catalogue_of: CatalogueOf) -> None:
+    """Every variant's settings against its build's own catalogue, where the build is
+    cached (blocklab.postgres.settings_check): a UserError after the file's name."""
+    from blocklab.postgres import settings_check
+
+    for v in exp.variants():
+        cat = catalogue_of(v.build)
+        if cat is None:
+            continue
+        try:
+            settings_check.check(
+                dict(v.settings), cat, f"PostgreSQL {cat.version or v.build.pg}, build {cat.key}"
+            )
+        except UserError as e:
+            raise UserError(f"{exp.source}: {e}" if exp.source else str(e)) from e
+
+
 @click.command("plan")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @results_option
@@ -122,9 +139,11 @@ def plan_command(
 
     check_results(results)
     installs = cached_installations()
+    catalogue_of = catalogue_lookup(installs)
+    check_known_settings(exp, catalogue_of)
     p = planning.describe(exp, cached=lambda req: _request_key(req) in installs)
     out = console()
-    render(p, out, catalogue_of=catalogue_lookup(installs))
+    render(p, out, catalogue_of=catalogue_of)
     pilot_name = _run_pilot(exp, paths, results, pilot) if pilot else None
     render_precision(p, out, _noise(exp, results, pilot_name), exp.until_ci_pct)
 

@@ -72,6 +72,9 @@ def run_cmd(
     exp = flags.load(file)
     check_trust(exp, grant, file, "blocklab run")
     check_machine(exp, paths)
+    from blocklab.commands.plan import cached_installations, catalogue_lookup, check_known_settings
+
+    check_known_settings(exp, catalogue_lookup(cached_installations()))
     # before anything starts: a home made by `mktemp -d` (0700) fails the build's check
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
     rule = StoppingRule(rounds=exp.rounds, **flags.stopping(exp))
