@@ -14,7 +14,7 @@ from blocklab.commands.options import (
     granted,
     results_option,
 )
-from blocklab.console import console
+from blocklab.console import console, user_text
 from blocklab.errors import UserError
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def _print_submitted(
     )
     for h in exp.host_variants:
         if h in names:
-            shown = ", ".join(v.label or v.variant_id for v in exp.variants_on(h))
+            shown = ", ".join(user_text(v.label or v.variant_id) for v in exp.variants_on(h))
             out.print(f"  {h}: {shown}", highlight=False)
     out.print(f"Results: {target.display}", highlight=False)
     out.print("Next, on each host: blocklab agent --host NAME · then: blocklab fleet status")
@@ -266,7 +266,7 @@ def status_cmd(results: str | None, experiment: str | None) -> None:
     out.print(table)
     for s in rows:
         for f in s.failures:
-            out.print(f"failed on {s.host} ({s.experiment}) {f}", highlight=False)
+            out.print(f"failed on {s.host} ({s.experiment}) {user_text(f)}", highlight=False)
         if s.vanished:
             out.print(
                 f"host {s.host} has vanished with {s.remaining} jobs left: "

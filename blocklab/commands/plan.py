@@ -21,7 +21,7 @@ from blocklab.commands.options import (
     results_option,
     run_options,
 )
-from blocklab.console import console
+from blocklab.console import console, user_text
 from blocklab.errors import BlocklabError, UserError
 from blocklab.execution import cycles, preflight
 from blocklab.execution import plan as planning
@@ -243,11 +243,11 @@ COMMANDS: list[click.Command] = [plan_command]
 
 def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: None) -> None:
     exp = p.experiment
-    console.print(f"[bold]{exp.name}[/bold]  {exp.description}")
+    console.print(f"[bold]{exp.name}[/bold]  {user_text(exp.description)}")
     console.print(f"stored as experiment '{exp.name}'", highlight=False)
     console.print(
         f"seed {exp.seed} · {exp.rounds} rounds · settings policy {exp.settings_policy}"
-        + (f" · source {exp.source}" if exp.source else "")
+        + (f" · source {user_text(exp.source)}" if exp.source else "")
     )
     console.print(_variants_table(p))
     _settings_table(p, console, catalogue_of)
@@ -259,7 +259,7 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
             highlight=False,
         )
     _counts(p, console)
-    console.print("[bold]round 1 order:[/bold] " + " → ".join(p.first_round))
+    console.print("[bold]round 1 order:[/bold] " + " → ".join(map(user_text, p.first_round)))
     console.print(p.order_note, highlight=False)
     console.print(p.footprint_line(), highlight=False, markup=False)
     window = cycles.window_line(exp)
@@ -267,7 +267,7 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
         console.print(window, highlight=False, markup=False)
     _eta(p, console)
     for host in exp.host_variants:  # [fleet.hosts]: what `fleet submit` gives each host
-        shown = ", ".join(v.label or v.variant_id for v in exp.variants_on(host))
+        shown = ", ".join(user_text(v.label or v.variant_id) for v in exp.variants_on(host))
         console.print(f"[bold]fleet host {host}:[/bold] {shown}", highlight=False)
 
 
@@ -283,8 +283,11 @@ def _variants_table(p: Plan) -> Table:
     for v in p.variants:
         dims = exp.dims(v)
         ref = exp.reference_for(v)
-        compared = "[bold]reference[/bold]" if ref == v.variant_id else exp.variant(ref).label
-        table.add_row(v.label, *(str(dims.get(k, "")) for k in dim_keys), compared, v.variant_id)
+        compared = (
+            "[bold]reference[/bold]" if ref == v.variant_id else user_text(exp.variant(ref).label)
+        )
+        cells = (user_text(dims.get(k, "")) for k in dim_keys)
+        table.add_row(user_text(v.label), *cells, compared, v.variant_id)
     return table
 
 
@@ -299,20 +302,20 @@ def _settings_table(p: Plan, console: Console, catalogue_of: CatalogueOf) -> Non
     differ = [n for n in names if n not in same]
     title = f"settings written (policy {exp.settings_policy})"
     if same:
-        shared = ", ".join(f"{n}={values[n][0]}" for n in same)
+        shared = ", ".join(f"{n}={user_text(values[n][0])}" for n in same)
         console.print(f"[bold]{title}, same in every variant:[/bold] {shared}")
     unknown = [v.label for v in p.variants if found[v.variant_id] is None]
     if differ:
         console.print(_differing(p, {n: values[n] for n in differ}, unknown, title))
     if unknown:
         console.print(
-            f"[yellow]known after build[/yellow] {', '.join(unknown)}: settings shown as "
-            "written; the bytes policy reads which settings count pages, with their defaults "
-            "and limits, from the pg_settings of the variant's build and its reference's"
+            f"[yellow]known after build[/yellow] {user_text(', '.join(unknown))}: settings "
+            "shown as written; the bytes policy reads which settings count pages, with their "
+            "defaults and limits, from the pg_settings of the variant's build and its reference's"
         )
     for v in p.variants:
         for note in conv[v.variant_id].notes:
-            console.print(f"[yellow]note[/yellow] {v.label}: {note}")
+            console.print(f"[yellow]note[/yellow] {user_text(v.label)}: {user_text(note)}")
 
 
 def _differing(p: Plan, values: dict[str, list[str]], unknown: list[str], title: str) -> Table:
@@ -321,10 +324,10 @@ def _differing(p: Plan, values: dict[str, list[str]], unknown: list[str], title:
     table = Table(title=f"{title}, differing", caption=caption)
     table.add_column("setting")
     for v in p.variants:
-        table.add_column(v.label, justify="right", overflow="fold")
+        table.add_column(user_text(v.label), justify="right", overflow="fold")
     for name, row in values.items():
         blank = ["?" if v.label in unknown else "" for v in p.variants]
-        table.add_row(name, *(value or blank[i] for i, value in enumerate(row)))
+        table.add_row(name, *(user_text(value) or blank[i] for i, value in enumerate(row)))
     return table
 
 
