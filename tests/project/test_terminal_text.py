@@ -12,7 +12,7 @@ import pytest
 from blocklab.cli import main
 from blocklab.console import control_escaped, user_text
 
-HOSTILE_TEXT = '''
+HOSTILE_TEXT = """
 [experiment]
 name = "term"
 description = "[bold red]loud[/bold red] \\u001b[2J cleared"
@@ -21,8 +21,8 @@ reference = { settings = { application_name = "plain" } }
 block_size = 8
 [matrix.settings]
 application_name = ["plain", "[blink]x[/blink]\\u001b]0;title\\u0007"]
-work_mem = "\\u009b31m"
-'''
+cluster_name = "\\u009b31m"
+"""
 
 
 def test_user_text_escapes_markup_and_control_characters() -> None:
@@ -35,7 +35,7 @@ def test_user_text_escapes_markup_and_control_characters() -> None:
 def test_plan_prints_a_hostile_description_and_labels_as_text(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    f = tmp_path / "term.toml"
+    f = tmp_path / "term.toml"  # cluster_name and application_name: strings, any text
     f.write_text(HOSTILE_TEXT)
     assert main(["plan", str(f)]) == 0
     out = capsys.readouterr().out
@@ -44,4 +44,14 @@ def test_plan_prints_a_hostile_description_and_labels_as_text(
     flat = " ".join(out.split())
     assert "[bold red]loud[/bold red] \\x1b[2J cleared" in flat
     assert "[blink]x[/blink]\\x1b]0;title\\x07" in flat
-    assert "work_mem=\\x9b31m" in flat
+    assert "cluster_name=\\x9b31m" in flat
+
+
+def test_an_error_shows_a_hostile_key_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "key.toml"
+    f.write_text('[experiment]\nname = "k"\n[matrix.settings]\n"x\\u001b[2J" = "1"\n')
+    assert main(["plan", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "matrix.settings.x\\x1b[2J: not a setting name" in err
