@@ -168,6 +168,19 @@ def _queue_jobs(target: PgTarget, sub: Submission, done: dict[str, set[int]]) ->
     return control.submit(target, jobs)
 
 
+def _print_asked(exp: Experiment) -> None:
+    """What the queued experiment asks of each agent's owner (the trust boundary)."""
+    from blocklab.experiment_file import trust
+
+    classes = sorted({r.cls for r in trust.requests(exp, None)})
+    if classes:
+        console().print(
+            f"its agents need --allow {','.join(classes)} (a job asks; the agent's owner "
+            "grants: docs/RELIABILITY.md)",
+            highlight=False,
+        )
+
+
 def _print_submitted(
     exp: Experiment,
     names: list[str],
@@ -197,6 +210,7 @@ def _print_submitted(
         if h in names:
             shown = ", ".join(user_text(v.label or v.variant_id) for v in exp.variants_on(h))
             out.print(f"  {h}: {shown}", highlight=False)
+    _print_asked(exp)
     out.print(f"Results: {target.display}", highlight=False)
     out.print("Next, on each host: blocklab agent --host NAME · then: blocklab fleet status")
 
