@@ -18,6 +18,7 @@ from blocklab.analysis import carryover, stats
 from blocklab.analysis.aa import aa_sentence
 from blocklab.analysis.metrics import SPEED_METRICS, MetricInfo, metric_info
 from blocklab.analysis.summary import ExperimentSummary, VariantSummary
+from blocklab.console import control_escaped
 from blocklab.experiment_file.design import INTERLEAVED
 from blocklab.units import NO_VALUE, fmt_difference, fmt_value
 
@@ -136,7 +137,7 @@ def print_summary(console: Console, s: ExperimentSummary) -> None:
             _print_block(console, row, v.is_reference)
     for row in rows:
         for note in row.notes:
-            console.print(Text(f"  ! {row.label}: {note}"))
+            console.print(Text(control_escaped(f"  ! {row.label}: {note}")))
     for line in design_lines(s):
         console.print(Text(f"  {line}"))
     for line in [*s.stationarity, *s.disturbance]:
@@ -206,7 +207,7 @@ def _table(rows: list[Row], columns: tuple[str, ...]) -> Table:
     for col in columns:
         table.add_column(col, justify="left" if col in LEFT else "right")
     for row in rows:
-        table.add_row(*(row.cells[col] for col in columns))
+        table.add_row(*(Text(control_escaped(row.cells[col])) for col in columns))
     return table
 
 
@@ -219,7 +220,8 @@ def _natural_width(console: Console, table: Table) -> int:
 def _print_block(console: Console, row: Row, is_reference: bool) -> None:
     """One variant as lines of `name  value`: fits any width without cutting a number."""
     c = row.cells
-    console.print(Text(row.label + (" (reference)" if is_reference else ""), style="bold"))
+    label = control_escaped(row.label) + (" (reference)" if is_reference else "")
+    console.print(Text(label, style="bold"))
     lines = [
         (N, f"{c[N]}, failed {c[FAILED]}"),
         (MEAN, c[MEAN]),

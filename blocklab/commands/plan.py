@@ -13,8 +13,15 @@ from rich.console import Console
 from rich.table import Table
 
 from blocklab import experiment_file as spec
-from blocklab.commands.options import RunFlags, results_option, run_options
-from blocklab.console import console
+from blocklab.commands.options import (
+    RunFlags,
+    allow_options,
+    check_trust,
+    granted,
+    results_option,
+    run_options,
+)
+from blocklab.console import console, user_text
 from blocklab.errors import BlocklabError, UserError
 from blocklab.execution import cycles, preflight
 from blocklab.execution import plan as planning
@@ -71,6 +78,23 @@ def catalogue_lookup(installs: dict[str, Installation]) -> CatalogueOf:
     return lambda req: of(_request_key(req))
 
 
+def check_known_settings(exp: spec.Experiment, catalogue_of: CatalogueOf) -> None:
+    """Every variant's settings against its build's own catalogue, where the build is
+    cached (blocklab.postgres.settings_check): a UserError after the file's name."""
+    from blocklab.postgres import settings_check
+
+    for v in exp.variants():
+        cat = catalogue_of(v.build)
+        if cat is None:
+            continue
+        try:
+            settings_check.check(
+                dict(v.settings), cat, f"PostgreSQL {cat.version or v.build.pg}, build {cat.key}"
+            )
+        except UserError as e:
+            raise UserError(f"{exp.source}: {e}" if exp.source else str(e)) from e
+
+
 @click.command("plan")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @results_option
@@ -80,6 +104,7 @@ def catalogue_lookup(installs: dict[str, Installation]) -> CatalogueOf:
     type=int,
     help="run a pilot of N rounds (stored as EXPERIMENT-pilot) to measure the noise",
 )
+@allow_options
 def plan_command(
     file: Path | None,
     results: str | None,
@@ -92,6 +117,8 @@ def plan_command(
     time_budget: str | None,
     cycles: int | None,
     pilot: int | None,
+    allow: tuple[str, ...],
+    allow_command_settings: bool,
 ) -> None:
     """Show what `blocklab run FILE` with the same flags would do: variants, builds,
     datasets, runs, the order of the first round, an ETA, and what the planned rounds can
@@ -102,17 +129,21 @@ def plan_command(
     flags.check()
     if pilot is not None and not 2 <= pilot <= 50:
         raise UserError(f"--pilot: rounds between 2 and 50 (got {pilot})")
+    grant = granted(allow, allow_command_settings)
     loaded = flags.load(file)
     exp = loaded.model_copy(update=flags.stopping(loaded))  # what `run` would stop by
+    check_trust(exp, grant, file, "blocklab run")
     paths = Paths.from_env()
     preflight.check_machine(exp, paths)
     from blocklab.store.factory import check_results
 
     check_results(results)
     installs = cached_installations()
+    catalogue_of = catalogue_lookup(installs)
+    check_known_settings(exp, catalogue_of)
     p = planning.describe(exp, cached=lambda req: _request_key(req) in installs)
     out = console()
-    render(p, out, catalogue_of=catalogue_lookup(installs))
+    render(p, out, catalogue_of=catalogue_of)
     pilot_name = _run_pilot(exp, paths, results, pilot) if pilot else None
     render_precision(p, out, _noise(exp, results, pilot_name), exp.until_ci_pct)
 
@@ -247,11 +278,11 @@ COMMANDS: list[click.Command] = [plan_command]
 
 def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: None) -> None:
     exp = p.experiment
-    console.print(f"[bold]{exp.name}[/bold]  {exp.description}")
+    console.print(f"[bold]{exp.name}[/bold]  {user_text(exp.description)}")
     console.print(f"stored as experiment '{exp.name}'", highlight=False)
     console.print(
         f"seed {exp.seed} · {exp.rounds} rounds · settings policy {exp.settings_policy}"
-        + (f" · source {exp.source}" if exp.source else "")
+        + (f" · source {user_text(exp.source)}" if exp.source else "")
     )
     console.print(_variants_table(p))
     _settings_table(p, console, catalogue_of)
@@ -259,11 +290,11 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
         console.print(
             f"[yellow]note[/yellow] settings that run commands or load libraries: "
             f"{', '.join(exp.command_settings())}; `run` and `agent` need "
-            "--allow-command-settings",
+            "--allow commands",
             highlight=False,
         )
     _counts(p, console)
-    console.print("[bold]round 1 order:[/bold] " + " → ".join(p.first_round))
+    console.print("[bold]round 1 order:[/bold] " + " → ".join(map(user_text, p.first_round)))
     console.print(p.order_note, highlight=False)
     console.print(p.footprint_line(), highlight=False, markup=False)
     window = cycles.window_line(exp)
@@ -271,7 +302,7 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
         console.print(window, highlight=False, markup=False)
     _eta(p, console)
     for host in exp.host_variants:  # [fleet.hosts]: what `fleet submit` gives each host
-        shown = ", ".join(v.label or v.variant_id for v in exp.variants_on(host))
+        shown = ", ".join(user_text(v.label or v.variant_id) for v in exp.variants_on(host))
         console.print(f"[bold]fleet host {host}:[/bold] {shown}", highlight=False)
 
 
@@ -287,8 +318,11 @@ def _variants_table(p: Plan) -> Table:
     for v in p.variants:
         dims = exp.dims(v)
         ref = exp.reference_for(v)
-        compared = "[bold]reference[/bold]" if ref == v.variant_id else exp.variant(ref).label
-        table.add_row(v.label, *(str(dims.get(k, "")) for k in dim_keys), compared, v.variant_id)
+        compared = (
+            "[bold]reference[/bold]" if ref == v.variant_id else user_text(exp.variant(ref).label)
+        )
+        cells = (user_text(dims.get(k, "")) for k in dim_keys)
+        table.add_row(user_text(v.label), *cells, compared, v.variant_id)
     return table
 
 
@@ -303,20 +337,20 @@ def _settings_table(p: Plan, console: Console, catalogue_of: CatalogueOf) -> Non
     differ = [n for n in names if n not in same]
     title = f"settings written (policy {exp.settings_policy})"
     if same:
-        shared = ", ".join(f"{n}={values[n][0]}" for n in same)
+        shared = ", ".join(f"{n}={user_text(values[n][0])}" for n in same)
         console.print(f"[bold]{title}, same in every variant:[/bold] {shared}")
     unknown = [v.label for v in p.variants if found[v.variant_id] is None]
     if differ:
         console.print(_differing(p, {n: values[n] for n in differ}, unknown, title))
     if unknown:
         console.print(
-            f"[yellow]known after build[/yellow] {', '.join(unknown)}: settings shown as "
-            "written; the bytes policy reads which settings count pages, with their defaults "
-            "and limits, from the pg_settings of the variant's build and its reference's"
+            f"[yellow]known after build[/yellow] {user_text(', '.join(unknown))}: settings "
+            "shown as written; the bytes policy reads which settings count pages, with their "
+            "defaults and limits, from the pg_settings of the variant's build and its reference's"
         )
     for v in p.variants:
         for note in conv[v.variant_id].notes:
-            console.print(f"[yellow]note[/yellow] {v.label}: {note}")
+            console.print(f"[yellow]note[/yellow] {user_text(v.label)}: {user_text(note)}")
 
 
 def _differing(p: Plan, values: dict[str, list[str]], unknown: list[str], title: str) -> Table:
@@ -325,10 +359,10 @@ def _differing(p: Plan, values: dict[str, list[str]], unknown: list[str], title:
     table = Table(title=f"{title}, differing", caption=caption)
     table.add_column("setting")
     for v in p.variants:
-        table.add_column(v.label, justify="right", overflow="fold")
+        table.add_column(user_text(v.label), justify="right", overflow="fold")
     for name, row in values.items():
         blank = ["?" if v.label in unknown else "" for v in p.variants]
-        table.add_row(name, *(value or blank[i] for i, value in enumerate(row)))
+        table.add_row(name, *(user_text(value) or blank[i] for i, value in enumerate(row)))
     return table
 
 

@@ -13,7 +13,9 @@ from rich.console import Console
 
 from blocklab.commands.options import (
     RunFlags,
-    allow_commands_option,
+    allow_options,
+    check_trust,
+    granted,
     results_option,
     run_options,
 )
@@ -38,7 +40,7 @@ def _paths() -> Paths:
 @results_option
 @run_options
 @click.option("--quiet", "-q", is_flag=True, help="one line per run instead of a progress bar")
-@allow_commands_option
+@allow_options
 def run_cmd(
     file: Path | None,
     results: str | None,
@@ -51,11 +53,13 @@ def run_cmd(
     time_budget: str | None,
     cycles: int | None,
     quiet: bool,
+    allow: tuple[str, ...],
     allow_command_settings: bool,
 ) -> None:
     """Run an experiment file, or the built-in demo (4 kB vs 8 kB pages) without one."""
     flags = RunFlags(rounds, duration, scale, clients, until_ci, max_rounds, time_budget, cycles)
     flags.check()
+    grant = granted(allow, allow_command_settings)
     if file is not None and not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
     from blocklab.execution.experiment import StoppingRule
@@ -66,8 +70,11 @@ def run_cmd(
     paths = _paths()
     check_results(results)
     exp = flags.load(file)
-    exp.check_commands_allowed(allow_command_settings)
+    check_trust(exp, grant, file, "blocklab run")
     check_machine(exp, paths)
+    from blocklab.commands.plan import cached_installations, catalogue_lookup, check_known_settings
+
+    check_known_settings(exp, catalogue_lookup(cached_installations()))
     # before anything starts: a home made by `mktemp -d` (0700) fails the build's check
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
     rule = StoppingRule(rounds=exp.rounds, **flags.stopping(exp))

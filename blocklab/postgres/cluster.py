@@ -169,13 +169,19 @@ def check_setting_value(name: str, value: str) -> None:
         )
 
 
+# A number as postgresql.conf's lexer reads one unquoted (guc-file.l INTEGER and REAL,
+# with a unit: 128MB, 0.5, -1, 1e3, 0x10, 30s); anything else is written quoted.
+NUMBER_SETTING = re.compile(r"[+-]?(0x[0-9a-fA-F]+|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)[A-Za-z]*")
+# Written after every other setting, so that nothing before them can move the server
+# off its private socket and port (a later line of the same name wins).
+RESERVED_LAST = ("listen_addresses", "unix_socket_directories", "port")
+
+
 def quote_setting(value: str) -> str:
-    """Quote a value for postgresql.conf unless it already is one quoted string or is a
-    plain word; quotes and backslashes inside are escaped, so the server reads exactly
-    the value given."""
-    if QUOTED_SETTING.fullmatch(value):
-        return value
-    if value and all(c.isalnum() or c in "._-" for c in value):
+    """Quote a value for postgresql.conf unless it already is one quoted string or a
+    number; quotes and backslashes inside are escaped, so the server reads exactly the
+    value given (a dotted word such as pg_catalog.english is not a value unquoted)."""
+    if QUOTED_SETTING.fullmatch(value) or NUMBER_SETTING.fullmatch(value):
         return value
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
@@ -266,13 +272,16 @@ class Cluster:
         return base
 
     def write_settings(self, settings: dict[str, str]) -> Path:
-        """Write blocklab.conf (base settings, then the variant's) and include it once."""
+        """Write blocklab.conf (base settings, then the variant's, then the reserved ones:
+        reachability is not negotiable) and include it once."""
         for name, value in settings.items():
             check_setting_value(name, value)
-        merged = self.base_settings()
+        base = self.base_settings()
+        merged = {k: v for k, v in base.items() if k not in RESERVED_LAST}
         merged.update({k: quote_setting(v) for k, v in settings.items()})
-        for key in ("unix_socket_directories", "port"):  # reachability is not negotiable
-            merged[key] = self.base_settings()[key]
+        for key in RESERVED_LAST:
+            merged.pop(key, None)
+            merged[key] = base[key]
         target = self.data_dir / SETTINGS_FILE
         target.write_text(render_settings(merged))
         os.chown(target, self.user.uid, self.user.gid)
