@@ -103,7 +103,7 @@ def test_no_number_is_cut_and_each_is_the_statistic(
     for v in s.variants:
         cells = _cells_of(text, v.label)
         for name, expected in _expected(v, unit).items():
-            if name == "median" and "┃ mean" in text and "┃ median" not in text:
+            if name == "median" and "┃" in text and "median" not in text:
                 continue  # the compact table leaves out min, median and max
             assert expected in cells, f"{v.label} {name}: {expected!r} not in {cells}"
 
