@@ -366,8 +366,8 @@ def _side_metrics(
 ) -> dict[str, list[tuple[str, stats.Comparison, bool]]]:
     stored = set(db.metric_names(name))
     out = {}
-    for m in SIDE_METRICS:
-        if m not in stored:
+    for m in ("latency_avg_ms", *SIDE_METRICS):  # latency: a run column, compared too
+        if m not in stored and m not in RUN_COLUMN_METRICS:
             continue
         s = summarize_experiment(db, name, m, side=False, host=host)
         by_id = {v.variant_id: v for v in s.variants}
