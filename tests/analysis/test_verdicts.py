@@ -142,3 +142,24 @@ def test_the_experiment_names_its_equivalence_margin(tmp_path: Path) -> None:
             load(_experiment_file(tmp_path, f"equivalence = {bad}"))
     with pytest.raises(UserError, match="equivalence"):  # the allowed keys name it
         load(_experiment_file(tmp_path, "equivalent = 2"))
+
+
+def test_plan_prints_the_rounds_that_show_equal_within_x() -> None:
+    from rich.console import Console
+
+    from blocklab.analysis import precision
+    from blocklab.analysis.noise import NoiseEstimate
+    from blocklab.commands.plan import render_precision
+    from blocklab.execution import plan
+    from blocklab.experiment_file import demo
+
+    sigma = 0.02
+    found = NoiseEstimate(precision.Noise(sigma, 11), "pilot", "paired", 12)
+    exp = demo(rounds=3).model_copy(update={"equivalence_pct": 2.0})
+    out = Console(record=True, width=400)
+    render_precision(plan.describe(exp), out, found, until_ci=None)
+    text = out.export_text()
+    assert (
+        "equal within ±2 % ([experiment] equivalence): 11 rounds show it with 80 % probability "
+        "if the variants are truly equal; with 22 rounds any outcome is a verdict" in text
+    )
