@@ -229,12 +229,7 @@ def compare_paired(
     higher-is-better metric such as tps; else EQUAL when TOST shows the change inside
     ±equivalence_pct (on the difference scale: ±that % of the reference's mean), else
     UNDECIDED; UNDETERMINED when every round gave exactly the same ratio (or
-    difference), where a t-test has nothing to go on.
-
-    A small change that is both significant and inside ±X stays FASTER (SLOWER) with
-    `equivalent` set: the interval says the direction for sure, and the reader learns
-    from "within ±X %" that it is too small to matter; calling it "equal" would hide a
-    real, if small, difference.
+    difference), where a t-test has nothing to go on. Both faster and equal: `_verdict`.
     """
     rounds = sorted(set(ref) & set(other))
     if not rounds:
@@ -257,12 +252,9 @@ def compare_paired(
     half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
     low, high = back(centre - half), back(centre + half)
     p = two_sided_p(centre / (sd / math.sqrt(n)), n - 1)
-    bounds = equivalence_bounds(equivalence_pct, scale, statistics.fmean(a))
-    p_tost = tost_p(samples, *bounds)
+    p_tost = tost_p(samples, *equivalence_bounds(equivalence_pct, scale, statistics.fmean(a)))
     equivalent = p_tost < EQUIVALENCE_ALPHA
-    verdict = _verdict(low, high, _no_change(scale), higher_is_better)
-    if verdict == NO_DIFFERENCE:
-        verdict = EQUAL if equivalent else UNDECIDED
+    verdict = _verdict(low, high, _no_change(scale), higher_is_better, equivalent)
     base = back(centre) if scale == RATIO else statistics.fmean(a)
     width = (high - low) / 2 / base * 100 if base > 0 else None
     return Comparison(
@@ -342,12 +334,20 @@ def _zero_variance_note(scale: str, a: Sequence[float], b: Sequence[float]) -> s
     return f"the per-round {scale} is identical in every round (zero variance): no t-test"
 
 
-def _verdict(low: float, high: float, no_change: float, higher_is_better: bool) -> str:
+def _verdict(
+    low: float, high: float, no_change: float, higher_is_better: bool, equivalent: bool
+) -> str:
+    """FASTER/SLOWER when the 95 % CI excludes no change; else EQUAL if TOST passed.
+
+    A small change that is both significant and inside ±X stays FASTER (SLOWER), its
+    Comparison's `equivalent` set: the interval says the direction for sure, and the
+    reader learns from "within ±X %" that it is too small to matter; calling it "equal"
+    would hide a real, if small, difference."""
     if low > no_change:
         return FASTER if higher_is_better else SLOWER
     if high < no_change:
         return SLOWER if higher_is_better else FASTER
-    return NO_DIFFERENCE
+    return EQUAL if equivalent else UNDECIDED
 
 
 def _join(a: str, b: str) -> str:
