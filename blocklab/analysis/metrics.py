@@ -241,18 +241,34 @@ def summarize(values: Sequence[float], info: MetricInfo) -> stats.Summary:
 
 
 def compare(
-    ref_values: dict[int, float], values: dict[int, float], info: MetricInfo
+    ref_values: dict[int, float],
+    values: dict[int, float],
+    info: MetricInfo,
+    equivalence_pct: float = stats.EQUIVALENCE_PCT,
 ) -> stats.Comparison:
     """The paired comparison in the metric's own direction."""
     return stats.compare_paired(
-        ref_values, values, higher_is_better=info.higher_is_better is not False
+        ref_values,
+        values,
+        higher_is_better=info.higher_is_better is not False,
+        equivalence_pct=equivalence_pct,
     )
 
 
 def verdict_text(c: stats.Comparison, info: MetricInfo) -> str:
-    """Words for a comparison: faster/slower for speed, better/worse or higher/lower else."""
+    """Words for a comparison: faster/slower for speed, better/worse or higher/lower else;
+    "equal within ±X %" and "undecided" alike for every metric. A significant change
+    inside ±X keeps its direction and says so: "faster, within ±2 %"."""
+    if c.verdict == stats.EQUAL:
+        return f"equal within ±{c.equivalence_pct:g} %"
     if c.verdict not in (stats.FASTER, stats.SLOWER):
         return c.verdict
+    within = f", within ±{c.equivalence_pct:g} %" if c.equivalent else ""
+    return direction_word(c, info) + within
+
+
+def direction_word(c: stats.Comparison, info: MetricInfo) -> str:
+    """faster/slower (speed), better/worse (a direction), higher/lower (none)."""
     if info.key in SPEED_METRICS:
         return c.verdict
     if info.higher_is_better is None:

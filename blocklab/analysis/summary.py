@@ -78,6 +78,7 @@ class ExperimentSummary:
     stationarity: list[str] = field(default_factory=list)
     # other processes' use of the CPUs during the runs (blocklab.analysis.disturbance)
     disturbance: list[str] = field(default_factory=list)
+    equivalence_pct: float = stats.EQUIVALENCE_PCT  # X of "equal within ±X %"
 
     def log_ratios(self) -> list[list[float]]:
         """Per comparison, the per-round log ratios other / reference (the samples the
@@ -156,6 +157,12 @@ def design_of(exp: Row) -> str:
     return kind if kind in designs.DESIGNS else designs.PAIRED
 
 
+def equivalence_of(exp: Row) -> float:
+    """The experiment's X of "equal within ±X %" ([experiment] equivalence, else 2 %)."""
+    spec = json.loads(exp["spec_json"] or "{}")
+    return float(spec.get("equivalence_pct") or stats.EQUIVALENCE_PCT)
+
+
 def measures_whole_cycles(exp: Row) -> bool:
     """The experiment's windows are whole checkpoint cycles ([design] checkpoint =
     "cycles"): the storm of full-page images and its decay inside each window is what
@@ -197,6 +204,7 @@ def summarize_experiment(
     result = ExperimentSummary(
         name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done, design=design
     )
+    result.equivalence_pct = equivalence_of(exp)
     labels = {v["variant_id"]: v["label"] for v in variants}
     runs_of = _runs_by_variant(labels, all_runs)
     refs = {v["reference_id"] or ref_id for v in variants} - {None}
@@ -213,7 +221,7 @@ def summarize_experiment(
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs)
     for v in variants:
         runs = runs_of[v["variant_id"]]
-        vs = _variant_summary(db, v, ref_id, runs, values_of, labels, info)
+        vs = _variant_summary(db, v, ref_id, runs, values_of, labels, info, result.equivalence_pct)
         vs.dropped = reduced[v["variant_id"]].dropped
         result.variants.append(vs)
     result.carryover = carry_over(db, all_runs, metric)
@@ -333,6 +341,7 @@ def _variant_summary(
     values_of: dict[str, dict[int, float]],
     labels: dict[str, str],
     info: MetricInfo,
+    equivalence_pct: float = stats.EQUIVALENCE_PCT,
 ) -> VariantSummary:
     """Variant `v`'s summary from its `runs`, compared with its reference's values (the
     experiment's reference `ref_id` unless it names its own)."""
@@ -343,7 +352,7 @@ def _variant_summary(
     is_ref = my_ref is None or vid == my_ref
     comparison = None
     if my_ref is not None and not is_ref:
-        comparison = compare(values_of.get(my_ref, {}), values, info)
+        comparison = compare(values_of.get(my_ref, {}), values, info, equivalence_pct)
     return VariantSummary(
         variant_id=vid,
         label=v["label"],
@@ -373,8 +382,8 @@ def _side_metrics(
 ) -> dict[str, list[tuple[str, stats.Comparison, bool]]]:
     stored = set(db.metric_names(name))
     out = {}
-    for m in SIDE_METRICS:
-        if m not in stored:
+    for m in ("latency_avg_ms", *SIDE_METRICS):  # latency: a run column, compared too
+        if m not in stored and m not in RUN_COLUMN_METRICS:
             continue
         s = summarize_experiment(db, name, m, side=False, host=host)
         by_id = {v.variant_id: v for v in s.variants}

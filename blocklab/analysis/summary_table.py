@@ -119,7 +119,27 @@ def gain_text(c: stats.Comparison, unit: str) -> str:
     return text
 
 
-def print_summary(console: Console, s: ExperimentSummary) -> None:
+def print_summary(
+    console: Console, s: ExperimentSummary, *, everything: bool = False, answer: bool = True
+) -> None:
+    """The first screen (blocklab.analysis.first_screen: the answer in at most 15 lines;
+    left out with `answer=False`, for a caller that prints it last), then the detail:
+    the table, its notes and, with `everything`, every side metric and the A/A floor."""
+    from blocklab.analysis.first_screen import print_first_screen
+
+    if answer:
+        print_first_screen(console, s)
+        console.print()
+    print_details(console, s, everything=everything)
+
+
+def stationarity_findings(s: ExperimentSummary) -> list[str]:
+    """The stationarity sentences that name a drift above noise (the first screen counts
+    them, the details print them)."""
+    return [line for line in s.stationarity if line.startswith("!")]
+
+
+def print_details(console: Console, s: ExperimentSummary, *, everything: bool = False) -> None:
     info = s.info
     several_refs = len({v.reference_label for v in s.variants if not v.is_reference}) > 1
     rows = [variant_row(v, info, several_refs=several_refs) for v in s.variants]
@@ -138,18 +158,18 @@ def print_summary(console: Console, s: ExperimentSummary) -> None:
     for row in rows:
         for note in row.notes:
             console.print(Text(control_escaped(f"  ! {row.label}: {note}")))
-    for line in design_lines(s):
-        console.print(Text(f"  {line}"))
-    for line in [*s.stationarity, *s.disturbance]:
+    for line in [*design_lines(s, everything=everything), *stationarity_findings(s)]:
         console.print(Text(f"  {line}"))
     console.print(Text(f"  {_explanation(s)}"), style="dim")
     if s.end_reason:
         console.print(Text(f"  ended: {s.end_reason}"))
 
 
-def design_lines(s: ExperimentSummary) -> list[str]:
+def design_lines(s: ExperimentSummary, *, everything: bool = True) -> list[str]:
     """The design and its matching analysis, the A/A noise floor beside the result, and
-    the comparisons of the metrics less sensitive to the host's noise."""
+    the comparisons of the metrics less sensitive to the host's noise. Without
+    `everything`, the A/A and carry-over verdicts (on the first screen already) are left
+    out and the side metrics that are 0 in both variants are counted in one line."""
     lines = [f"design {s.design}: " + DESIGN_ANALYSIS.get(s.design, "")]
     if s.aa is not None:
         width = s.aa.ci_half_width_pct
@@ -160,18 +180,25 @@ def design_lines(s: ExperimentSummary) -> list[str]:
             + (f", CI half-width {width:.2f} %" if width is not None else "")
             + "; a comparison inside this is not a difference the machine can show"
         )
-    lines += verdict_lines(s)
+    if everything:
+        lines += verdict_lines(s)
+    zero = 0
     for metric, rows in s.side.items():
         info = metric_info(metric)
         for label, c, zero_in_both in rows:
             if zero_in_both:
-                lines.append(f"{info.label}: {label} 0 in both (nothing counted)")
+                zero += 1
+                if everything:
+                    lines.append(f"{info.label}: {label} 0 in both (nothing counted)")
                 continue
             width = c.ci_half_width_pct
             lines.append(
                 f"{info.label}: {label} {gain_text(c, info.unit)}"
                 + (f", CI half-width {width:.2f} %" if width is not None else "")
             )
+    if zero and not everything:
+        what = f"{zero} side comparison{'s' * (zero != 1)}"
+        lines.append(f"0 in both variants, not shown: {what} (summary --all lists them)")
     return lines
 
 

@@ -204,6 +204,7 @@ def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) 
             highlight=False,
         )
     out.print(_noise_df_line(found), highlight=False)
+    out.print(_equivalence_line(exp, sigma), highlight=False, markup=False)
     if target is not None:
         t = assurance.plan_target(sigma, target, p.seconds_per_round, found.honest_df)
         _render_target(exp, out, t)
@@ -220,6 +221,22 @@ def _noise_df_line(found: Any) -> str:
         f"noise from {found.rounds} rounds ({df} df): {word}; the true noise may be up to "
         f"{fmt_number(factor)} x that ({assurance.ASSURANCE * 100:g} % upper bound): the "
         f"rounds below count it"
+    )
+
+
+def _equivalence_line(exp: spec.Experiment, sigma: float) -> str:
+    """The rounds that show "equal within ±X %" (TOST, 80 % power) if the variants are
+    truly equal, and the rounds at which any outcome is a verdict (80 % assurance)."""
+    from blocklab.analysis import equivalence, precision, stats
+
+    x = exp.equivalence_pct or stats.EQUIVALENCE_PCT
+    more = f"more than {precision.MAX_ROUNDS}"
+    show = equivalence.rounds_to_show_equal(sigma, x)
+    decide = equivalence.rounds_to_decide(sigma, x)
+    return (
+        f"equal within ±{x:g} % ([experiment] equivalence): {show or more} rounds show it "
+        f"with 80 % probability if the variants are truly equal; with {decide or more} "
+        "rounds any outcome is a verdict (faster, slower or equal) with 80 % probability"
     )
 
 

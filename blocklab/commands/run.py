@@ -85,8 +85,8 @@ def run_cmd(
 
 
 def _print_results(name: str, results: str | None, end_reason: str, init_s: list[float]) -> None:
-    """The summary, the plans, and last the A/A verdict of an aa-control experiment."""
-    from blocklab.analysis.aa import aa_sentence
+    """The summary, the plans, and last the answer (blocklab.analysis.first_screen)."""
+    from blocklab.analysis.first_screen import print_first_screen
     from blocklab.analysis.query_summary import summarize_queries
     from blocklab.analysis.query_table import print_queries
     from blocklab.analysis.summary import restore_note, summarize_experiment
@@ -96,7 +96,7 @@ def _print_results(name: str, results: str | None, end_reason: str, init_s: list
     out = console()
     with open_results(results) as db:
         summary = summarize_experiment(db, name)
-        print_summary(out, summary)
+        print_summary(out, summary, answer=False)  # the answer comes last, below
         queries = summarize_queries(db, name)
         if queries is not None:  # the plans side by side: blocklab summary
             print_queries(out, queries, diffs=False)
@@ -104,8 +104,8 @@ def _print_results(name: str, results: str | None, end_reason: str, init_s: list
         where = db.location
     out.print(f"\n{end_reason}. Results: {where} (experiment '{name}').")
     out.print("Next: blocklab summary · blocklab report · blocklab export --csv DIR")
-    if summary.aa is not None:  # the last line: whether this machine can show a difference
-        out.print(aa_sentence(summary.aa), highlight=False)
+    out.print()
+    print_first_screen(out, summary)  # the last lines: the answer, with the A/A check
 
 
 def _execute(

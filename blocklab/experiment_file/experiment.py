@@ -32,6 +32,7 @@ class Experiment(BaseModel):
     reference: dict[str, Any] | str | None = None
     settings_policy: str = "native"
     until_ci_pct: float | None = None
+    equivalence_pct: float | None = None  # [experiment] equivalence; None: the default 2 %
     max_rounds: int | None = None
     time_budget_s: float | None = None
     allow_commands: bool = False  # [experiment] allow_commands: settings that run commands
@@ -110,6 +111,8 @@ class Experiment(BaseModel):
             "exclude": self.exclude,
             "variants": [v.variant_id for v in self.variant_list],
         }
+        if self.equivalence_pct is not None:  # files without it keep their JSON
+            data["equivalence_pct"] = self.equivalence_pct
         if self.allow_commands:  # files without it keep their JSON
             data["allow_commands"] = True
         if self.host_variants:  # experiments without [fleet] keep their JSON

@@ -43,6 +43,7 @@ EXPERIMENT_KEYS = (
     "max_rounds",
     "time_budget_s",
     "allow_commands",
+    "equivalence",
 )
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # what the command line overrides -> the suffix it adds to the experiment's name
@@ -237,11 +238,21 @@ def _stopping(head: dict[str, Any], rounds: int) -> dict[str, Any]:
                 "experiment.until_ci_pct", f"{pct} is not a useful precision", "0 < pct < 100"
             )
         out["until_ci_pct"] = pct
+    if "equivalence" in head:
+        out["equivalence_pct"] = _equivalence(head["equivalence"])
     if "max_rounds" in head:
         out["max_rounds"] = integer(head["max_rounds"], "experiment.max_rounds", rounds, 10000)
     if "time_budget_s" in head:
         out["time_budget_s"] = number(head["time_budget_s"], "experiment.time_budget_s")
     return out
+
+
+def _equivalence(value: Any) -> float:
+    """[experiment] equivalence: X of "equal within ±X %" (blocklab.analysis.stats)."""
+    pct = number(value, "experiment.equivalence")
+    if pct >= 100:
+        raise fail("experiment.equivalence", f"{pct} is not a usable margin", "0 < percent < 100")
+    return pct
 
 
 def _assemble(
