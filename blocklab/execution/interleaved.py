@@ -1,12 +1,19 @@
 """One round of the interleaved design: both variants' servers up at once, short slices.
 
-Per round each of the two variants gets a storage of its own, of the kind it asks for
-(Lab.own_target: the same build, dataset snapshot and settings as its ordinary runs).
-Each server in turn: restore the dataset, write the settings, start, the driver's
-prepare SQL, CHECKPOINT, one unmeasured warm-up slice of the matrix's warmup seconds.
-Then 2 x `slices` measured slices of `slice_s` seconds alternate between the two servers
-in the Thue-Morse order (blocklab.execution.orders.round_slices: A B B A B A A B ...; the
-round's first variant alternates from round to round), and both servers stop in `finally`.
+Per round each of the two variants gets one of two storage slots, of the kind it asks
+for (Lab.own_target: the same build, dataset snapshot and settings as its ordinary runs);
+the variants swap slots between rounds (blocklab.execution.orders.storage_slots: each
+variant on each slot twice in every 4 rounds, once first and once second), so a bias of
+one slot (its storage, its server) is balanced out of the comparison and estimated by
+the slot A/A (blocklab.analysis.interleaved_checks.slot_aa). Each server in turn:
+restore the dataset, write the settings, start, the driver's prepare SQL, CHECKPOINT, one
+unmeasured warm-up slice of the matrix's warmup seconds. With design.checkpoint
+"aligned" each server gets checkpoint_timeout 1d and a CHECKPOINT right before the first
+measured slice, so both windows start at a checkpoint of their own and span the same
+driven seconds. Then 2 x `slices` measured slices of `slice_s` seconds alternate between
+the two servers in the Thue-Morse order (blocklab.execution.orders.round_slices: A B B A
+B A A B ...; the round's first variant alternates from round to round), and both servers
+stop in `finally`.
 
 A variant's round is ONE record (position: its first slice's, 0 or 1; copy 0), so the
 analysis treats the round as a paired one: ok only when every one of its slices gave a
@@ -18,7 +25,10 @@ directory (`sNNN.stdout` ...) with `slices.csv` (position, variant_id, transacti
 seconds, tps), and the server's log of the round as `server.log`. An ok record also carries
 its slices' A/A halves and carry-over (`slice_metrics`: aa_tps_half0/1 when its slices are a
 multiple of 4, tps_after_switch/_repeat), which the summary turns into the design's own
-A/A verdict and carry-over estimate (blocklab.analysis.interleaved_checks).
+A/A verdict and carry-over estimate (blocklab.analysis.interleaved_checks); every record
+carries its `storage_slot` (metric and provenance) and the checkpoints its server took on
+its own trigger inside the window (`interleaved_unplanned_checkpoints`: time, or WAL when
+max_wal_size is reached; 0 is what aligned checkpoints promise).
 
 Probes: each server is bracketed by the instrumentation (blocklab.probes) from before the
 first measured slice to after the last, with no device: only server-level metrics are kept
@@ -27,11 +37,11 @@ are the 1 Hz series (the window holds the other server's slices). Both servers s
 machine and usually one device, so device-level metrics could not be told apart: the
 record's provenance says `interleaved: device metrics not attributable`.
 
-Caveats (docs/PRECISION.md): each server's checkpoint timer runs in wall-clock time while
-it is driven about half of it, so per-transaction WAL and full-page images are not those
-of a run alone; a slice right after a switch of server ran 3.5 % faster in the bench than
-one right after a repeat, which the Thue-Morse balance cancels when both variants gain
-alike.
+Caveats (docs/PRECISION.md): with checkpoint "free" each server's checkpoint timer runs
+in wall-clock time while it is driven about half of it, so per-transaction WAL and
+full-page images are not those of a run alone ("aligned" removes this); a slice right
+after a switch of server ran 3.5 % faster in the bench than one right after a repeat,
+which the Thue-Morse balance cancels when both variants gain alike.
 """
 
 from __future__ import annotations
