@@ -144,7 +144,7 @@ INTERLEAVED_CHECKPOINT_NOTE = (
     "checkpoints: each server's checkpoint_timeout runs on while the other server is driven, "
     "so each takes about twice the checkpoints per transaction of a run alone; its WAL and "
     "full-page images per transaction are not a lone run's (compare throughput and latency, "
-    "or set checkpoint_timeout beyond a round, or [design] checkpoint = \"aligned\")"
+    'or set checkpoint_timeout beyond a round, or [design] checkpoint = "aligned")'
 )
 INTERLEAVED_ALIGNED_NOTE = (
     "checkpoints: aligned: each server takes a CHECKPOINT right before its first measured "
