@@ -33,17 +33,19 @@ def _expected(log_ratios: list[float]) -> tuple[float, float, float]:
     return math.exp(m), math.exp(m - half), math.exp(m + half)
 
 
+def _two_variants(db: ResultsDB, design: dict[str, object]) -> None:
+    """Experiment "il" of the reference "ref" and "new", in `design`."""
+    spec = {"design": design}
+    small_experiment(
+        db, "il", "ref", [("ref", "ref", "{}", {}), ("new", "new", "{}", {})], spec=spec
+    )
+
+
 def _store(db: ResultsDB, aa_bias: float) -> None:
     """Rounds 1..8: both ok; the reference's half 1 = half 0 x aa_bias x (1 + noise), its
     switch/repeat 1.04 x (1 + noise), the other's 1.02 / (1 + noise). Round 9: the
     reference failed (its metrics must be ignored), the other ok with ratio 1.03."""
-    small_experiment(
-        db,
-        "il",
-        "ref",
-        [("ref", "ref", "{}", {}), ("new", "new", "{}", {})],
-        spec={"design": {"kind": "interleaved", "slice_s": 1, "slices": 4}},
-    )
+    _two_variants(db, {"kind": "interleaved", "slice_s": 1, "slices": 4})
     for rnd in ROUNDS:
         base = 1000.0 + 37.0 * rnd  # the round's drift: paired away
         e = NOISE[rnd - 1]
@@ -125,13 +127,7 @@ def test_without_slice_metrics_there_is_no_verdict_and_other_metrics_have_none(
     tmp_path: Path,
 ) -> None:
     with ResultsDB(tmp_path / "results") as db:
-        small_experiment(
-            db,
-            "il",
-            "ref",
-            [("ref", "ref", "{}", {}), ("new", "new", "{}", {})],
-            spec={"design": {"kind": "interleaved"}},
-        )
+        _two_variants(db, {"kind": "interleaved"})
         for rnd in ROUNDS:
             for pos, vid in enumerate(("ref", "new")):
                 db.record_run(RunRecord("il", vid, rnd, pos, "ok", "t0", "t1", tps=100.0 + rnd))
@@ -165,13 +161,7 @@ def test_records_with_their_storage_slot_give_the_slot_aa(tmp_path: Path) -> Non
     and the report's A/A is slot 1 / slot 0 over both variants (checks.slot_aa), which
     sees a 5 % bias of slot 1 that the halves (equal here) cannot."""
     with ResultsDB(tmp_path / "results") as db:
-        small_experiment(
-            db,
-            "il",
-            "ref",
-            [("ref", "ref", "{}", {}), ("new", "new", "{}", {})],
-            spec={"design": {"kind": "interleaved", "slice_s": 1, "slices": 4}},
-        )
+        _two_variants(db, {"kind": "interleaved", "slice_s": 1, "slices": 4})
         ref_tps, ref_slot, new_tps = {}, {}, {}
         for rnd in ROUNDS:
             slot = rnd // 2 % 2  # 0 1 1 0 0 1 1 0 ...: rounds 1..8
