@@ -32,8 +32,8 @@ that matches each order.
   every pair of slices holds each variant once, and with a multiple of 4 slices both mean
   positions are equal, so a drift linear in time cancels within the round). A round stores
   ONE record per variant (its slices aggregated: total transactions / total seconds), so
-  it is analysed exactly as paired; the variants swap their two storage slots between
-  rounds, balanced over 4 rounds, and the design's A/A is slot 1 / slot 0
+  it is analysed exactly as paired; the variants swap their two storage slots every
+  two rounds, balanced over 4 rounds, and the design's A/A is slot 1 / slot 0
   (blocklab.analysis.interleaved_checks.slot_aa). Two caveats. (a) With checkpoint "free"
   each server's checkpoint timer runs in wall-clock time while the server is driven about
   half of it: each server sees about twice as many checkpoints per transaction as a run

@@ -11,7 +11,7 @@ the record give both, in every round; the record carries them as metrics:
 - `tps_after_switch`, `tps_after_repeat`: the throughput of its slices right after a
   slice of the other variant, and right after one of its own.
 - `storage_slot`: which of the round's two storage slots (0, 1) the variant's server
-  ran on; the variants swap slots between rounds (blocklab.execution.orders
+  ran on; the variants swap slots every two rounds (blocklab.execution.orders
   .storage_slots). The slot A/A (`slot_aa`) compares slot 1 with slot 0: it sees a bias
   between the two servers and storages, which the Thue-Morse halves (one server against
   itself) cannot, and it leaves the switch and repeat slices alone (every round's value
@@ -41,7 +41,7 @@ TPS_AFTER_REPEAT = "tps_after_repeat"
 STORAGE_SLOT = "storage_slot"
 SLICE_METRICS = (AA_TPS_HALF0, AA_TPS_HALF1, TPS_AFTER_SWITCH, TPS_AFTER_REPEAT)
 AA_LABEL_SUFFIX = "(Thue-Morse halves of its slices)"
-SLOT_AA_LABEL = "(storage slot 1 / slot 0: both variants, slots swapped between rounds)"
+SLOT_AA_LABEL = "(storage slot 1 / slot 0: both variants, slots swapped every two rounds)"
 SLOT_AA_MIN_ROUNDS = 3  # two parameters (slot, variant) and one degree of freedom left
 
 RoundValues = Mapping[int, float]  # round -> value

@@ -2,7 +2,7 @@
 
 Per round each of the two variants gets one of two storage slots, of the kind it asks
 for (Lab.own_target: the same build, dataset snapshot and settings as its ordinary runs);
-the variants swap slots between rounds (blocklab.execution.orders.storage_slots: each
+the variants swap slots every two rounds (blocklab.execution.orders.storage_slots: each
 variant on each slot twice in every 4 rounds, once first and once second), so a bias of
 one slot (its storage, its server) is balanced out of the comparison and estimated by
 the slot A/A (blocklab.analysis.interleaved_checks.slot_aa). Each server in turn:

@@ -281,7 +281,7 @@ class Lab:
     def own_target(self, variant: Variant, slot: int) -> run_state.RunTarget:
         """The variant's run target on storage slot `slot` (0 or 1) of the kind it asks
         for (the same build, dataset snapshot and settings), so that two variants' servers
-        can be up at once; the variants swap slots between rounds
+        can be up at once; the variants swap slots every two rounds
         (blocklab.execution.interleaved), so a slot is sized for every variant on it."""
         shared = self.prepare(variant)  # the build and the dataset, made once
         owner = f"slot{slot}"

@@ -154,7 +154,7 @@ INTERLEAVED_ALIGNED_NOTE = (
     "the record)"
 )
 INTERLEAVED_SLOTS_NOTE = (
-    "storage slots: the two variants swap their storage slots between rounds (each variant "
+    "storage slots: the two variants swap their storage slots every two rounds (each variant "
     "on each slot equally often over 4 rounds); the design's A/A is slot 1 / slot 0"
 )
 

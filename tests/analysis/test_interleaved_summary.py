@@ -157,7 +157,7 @@ def test_from_round_log_ratios_is_the_estimate_of_positions() -> None:
 
 
 def test_records_with_their_storage_slot_give_the_slot_aa(tmp_path: Path) -> None:
-    """Records that carry storage_slot (the slots swapped between rounds): the summary's
+    """Records that carry storage_slot (the slots swapped every two rounds): the summary's
     and the report's A/A is slot 1 / slot 0 over both variants (checks.slot_aa), which
     sees a 5 % bias of slot 1 that the halves (equal here) cannot."""
     with ResultsDB(tmp_path / "results") as db:

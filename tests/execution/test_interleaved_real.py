@@ -1,6 +1,6 @@
 """The interleaved design end to end with real builds, servers and pgbench: two rounds of
-four slices per variant, both servers up at once on the two dir storage slots, which the
-variants swap between the rounds; aligned checkpoints (checkpoint_timeout 1d on both
+four slices per variant, both servers up at once on the two dir storage slots (which
+the variants swap every two rounds); aligned checkpoints (checkpoint_timeout 1d on both
 servers, a CHECKPOINT right before each one's first measured slice and none of the
 server's own inside the window); one record per variant per round from its slices (with
 its slot, A/A halves and carry-over), both servers stopped afterwards, the summary
@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from blocklab.execution import orders
+from blocklab.experiment_file.experiment import default_seed
 from blocklab.paths import Paths, ensure_dir
 
 pytestmark = [pytest.mark.build, pytest.mark.root]
@@ -98,14 +100,14 @@ def _check_slice_metrics(
 def _check_slots_and_checkpoints(
     rows: list[sqlite3.Row], slots: dict[int, float], unplanned: dict[int, float]
 ) -> None:
-    """Each round uses both slots; each variant changes slot between the rounds; each
-    server got checkpoint_timeout 1d and took no checkpoint of its own in its window."""
+    """Each round uses both slots, each variant the one orders.storage_slots gives it (the
+    swap itself, every two rounds, is tests/execution/test_orders.py's); each server got
+    checkpoint_timeout 1d and took no checkpoint of its own in its window."""
     by = {(r["round"], r["variant_id"]): r for r in rows}
     vids = sorted({r["variant_id"] for r in rows})
     for rnd in (1, 2):
-        assert sorted(slots[by[rnd, v]["id"]] for v in vids) == [0.0, 1.0]
-    for v in vids:
-        assert slots[by[1, v]["id"]] != slots[by[2, v]["id"]]
+        want = orders.storage_slots(vids, seed=default_seed("il-real"), round_no=rnd)
+        assert {v: slots[by[rnd, v]["id"]] for v in vids} == want
     for r in rows:
         prov = json.loads(r["provenance_json"])
         assert prov["storage_slot"] == slots[r["id"]] and prov["checkpoint"] == "aligned"
