@@ -226,9 +226,8 @@ def summarize_experiment(
         result.variants.append(vs)
     result.carryover = carry_over(db, all_runs, metric)
     if design == designs.INTERLEAVED and metric == "tps" and aa_refs:
-        result.aa, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
-        result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs)
-        result.aa_label += f" {checks.AA_LABEL_SUFFIX}"
+        result.aa, what, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
+        result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs) + f" {what}"
     if side and metric == "tps":
         result.side = _side_metrics(db, name, host)
         result.disturbance = disturbance.lines(
@@ -251,22 +250,23 @@ def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
 
 def interleaved_checks(
     db: ResultsStore, runs_of: Mapping[str, Sequence[Row]], refs: Sequence[str], info: MetricInfo
-) -> tuple[stats.Comparison | None, CarryOver]:
-    """The interleaved design's A/A comparison (the references' Thue-Morse halves of
-    their slices) and carry-over (slices after a switch / after a repeat), from the
-    records' metrics reduced per round as every metric is (blocklab.analysis.rounds)."""
+) -> tuple[stats.Comparison | None, str, CarryOver]:
+    """The interleaved design's A/A comparison and what it compares (checks.design_aa:
+    the storage slots, or the reference's Thue-Morse halves) and carry-over (slices after
+    a switch / after a repeat), from the records' metrics reduced per round as every
+    metric is (blocklab.analysis.rounds)."""
 
     def per_round(vid: str, metric: str) -> dict[int, float]:
         runs = run_values(db, runs_of[vid], metric)
         return per_round_values(designs.INTERLEAVED, runs, is_reference=vid in refs).values
 
-    halves = [(per_round(r, checks.AA_TPS_HALF0), per_round(r, checks.AA_TPS_HALF1)) for r in refs]
-    aa = checks.aa_halves(halves, higher_is_better=info.higher_is_better is not False)
+    up = info.higher_is_better is not False
+    aa, what = checks.design_aa(per_round, refs[0], list(runs_of), higher_is_better=up)
     kinds = [
         (per_round(vid, checks.TPS_AFTER_SWITCH), per_round(vid, checks.TPS_AFTER_REPEAT))
         for vid in runs_of
     ]
-    return aa, checks.carry_over(kinds)
+    return aa, what, checks.carry_over(kinds)
 
 
 def _ok_metric(

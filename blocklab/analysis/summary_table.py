@@ -16,6 +16,7 @@ from rich.text import Text
 
 from blocklab.analysis import carryover, stats
 from blocklab.analysis.aa import aa_sentence
+from blocklab.analysis.interleaved_checks import AA_LABEL_SUFFIX
 from blocklab.analysis.metrics import SPEED_METRICS, MetricInfo, metric_info
 from blocklab.analysis.summary import ExperimentSummary, VariantSummary
 from blocklab.console import control_escaped
@@ -173,9 +174,11 @@ def design_lines(s: ExperimentSummary, *, everything: bool = True) -> list[str]:
     lines = [f"design {s.design}: " + DESIGN_ANALYSIS.get(s.design, "")]
     if s.aa is not None:
         width = s.aa.ci_half_width_pct
-        copies = "half 1 vs half 0" if s.design == INTERLEAVED else "copy 1 vs copy 0"
+        copies = " copy 1 vs copy 0"
+        if s.design == INTERLEAVED:  # the storage slots' A/A names itself in its label
+            copies = " half 1 vs half 0" if s.aa_label.endswith(AA_LABEL_SUFFIX) else ""
         lines.append(
-            f"A/A noise floor ({s.aa_label} {copies}, {s.aa.n_pairs} rounds): "
+            f"A/A noise floor ({s.aa_label}{copies}, {s.aa.n_pairs} rounds): "
             f"{gain_text(s.aa, '')}"
             + (f", CI half-width {width:.2f} %" if width is not None else "")
             + "; a comparison inside this is not a difference the machine can show"
@@ -224,8 +227,10 @@ DESIGN_ANALYSIS = {
     "aa-control": "paired plus the reference twice per round; the reference's value is the "
     "geometric mean of its 2 runs",
     "interleaved": "both servers up, slices in turns; per-round ratios of each variant's "
-    "slices (total transactions / total seconds); each server's checkpoint timer ran while "
-    "the other was driven, so per-transaction WAL and full-page images are not a lone run's",
+    "slices (total transactions / total seconds); storage slots swapped every two rounds; "
+    'with checkpoint "free" each server\'s checkpoint timer ran while the other was driven '
+    '(per-transaction WAL and full-page images are not a lone run\'s), with "aligned" both '
+    "windows start at a CHECKPOINT and span the same driven seconds",
 }
 
 

@@ -215,13 +215,15 @@ def _interleaving(d: dict[str, Any], kind: str) -> dict[str, Any]:
 
 def check_interleaved(rd: RunDesign) -> None:
     """interleaved runs both servers at once, driven in turns by short slices: the
-    controls that act on one run alone (a steady warm-up, an aligned or cycle-bound
-    checkpoint, a quiet machine, CPU placement, the footprint after a run) do not apply."""
+    controls that act on one run alone (a steady warm-up, a cycle-bound checkpoint, a
+    quiet machine, CPU placement, the footprint after a run) do not apply. "aligned"
+    does: each server takes a CHECKPOINT right before its first measured slice and
+    checkpoint_timeout is set out of the round's reach (blocklab.execution.interleaved)."""
     if rd.kind != INTERLEAVED:
         return
     refusals = [
         ("layout_control", rd.layout_control > 0, rd.layout_control, "0 (two servers only)"),
-        ("checkpoint", rd.checkpoint != "free", rd.checkpoint, "'free'"),
+        ("checkpoint", rd.checkpoint == "cycles", rd.checkpoint, "'free' or 'aligned'"),
         ("warmup", rd.warmup == "steady", rd.warmup, "'fixed' (the matrix's warmup seconds)"),
         ("footprint", rd.footprint is True, rd.footprint, "false (or leave it out)"),
         ("quiesce_max_s", rd.quiesce_max_s > 0, rd.quiesce_max_s, "0 (or leave it out)"),

@@ -130,7 +130,9 @@ def test_plan_names_the_noise_source_and_prints_both_rounds() -> None:
     sigma = math.log(1.041)  # 4.1 % per round
     found = NoiseEstimate(precision.Noise(sigma, 11), "demo-page-size-abba", "abba", 12)
     out = Console(record=True, width=400)
-    p = plan.describe(spec.demo(rounds=3))  # the half-width figures below are at 3 rounds
+    # an A B B A plan (the demo before it became interleaved); the figures are at 3 rounds
+    abba = spec.load(Path(__file__).parents[1] / "project" / "data" / "page-size-cycles.toml")
+    p = plan.describe(abba.model_copy(update={"rounds": 3}))
     render_precision(p, out, found, until_ci=3.0)
     text = out.export_text()
     assert "noise 4.1 % per round from experiment demo-page-size-abba (design abba, 12 rounds)" in (
