@@ -15,7 +15,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from blocklab.analysis import equivalence, stats, summary_table
+from blocklab.analysis import equivalence, layout, stats, summary_table
 from blocklab.analysis.metrics import MetricInfo, direction_word, metric_info, verdict_text
 from blocklab.analysis.summary import ExperimentSummary, VariantSummary
 from blocklab.analysis.summary_table import gain_text
@@ -54,14 +54,24 @@ def verdict_lines(s: ExperimentSummary, *, name_reference: bool = True) -> list[
     """One line per comparison with its reference."""
     out = []
     for v in s.variants:
-        if v.is_reference:
-            continue
+        if v.is_reference or v.label in s.layout_arms:
+            continue  # the layout control's arms are one check line (check_lines)
         against = f" vs {v.reference_label}" if name_reference and v.reference_label else ""
         if v.comparison is None or v.summary is None:
             out.append(f"{v.label}{against}: no successful run")
             continue
         out.append(f"{v.label}{against}: {verdict_sentence(v.comparison, s.info)}")
+        if s.layout is not None and v.comparison.scale == stats.RATIO:
+            out.append(f"  {layout_line(v.comparison, s.layout)}")
     return out
+
+
+def layout_line(c: stats.Comparison, spread: layout.LayoutSpread) -> str:
+    """A comparison judged against code layout alone ([design] layout_control)."""
+    if c.gain_pct is None or c.ci95_low is None or c.ci95_high is None:
+        return "layout control: no interval to judge"
+    ci = ((c.ci95_low - 1) * 100, (c.ci95_high - 1) * 100)
+    return layout.judged(c.gain_pct, ci, spread)
 
 
 def verdict_sentence(c: stats.Comparison, info: MetricInfo) -> str:
@@ -127,6 +137,8 @@ def check_lines(s: ExperimentSummary) -> list[str]:
     findings = len(summary_table.stationarity_findings(s))
     if findings:
         lines.append(f"! stationarity: {findings} finding{'s' if findings > 1 else ''} (below)")
+    if s.layout is not None:
+        lines.append(layout.sentence(s.layout))
     lines += s.disturbance  # other processes' use of the CPUs (blocklab.analysis.disturbance)
     lines += failed_lines(s.variants)
     return lines

@@ -21,7 +21,7 @@ ANOVA estimator), and F = MS_build / MS_error tests sigma_build = 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,3 +85,53 @@ def sentence(s: LayoutSpread) -> str:
         f"builds sigma {s.sigma_build_pct:.2f} % (a random layout moves it by up to "
         f"±{s.range_pct:.1f} %), within a build {s.sigma_run_pct:.2f} % per run; {told}"
     )
+
+
+@dataclass(frozen=True)
+class Armed:
+    """What the layout control needs of a variant's summary (blocklab.analysis.summary)."""
+
+    label: str
+    dims: Mapping[str, object]
+    reference_label: str
+    is_reference: bool
+    values: Mapping[int, float]
+
+
+def control_group(variants: Sequence[Armed]) -> dict[str, Mapping[int, float]]:
+    """label -> per-round values of the builds that differ from their reference in nothing
+    but the layout (the reference among them); empty when no variant is a layout arm. With
+    several references, the first reference that has layout arms."""
+    by_label = {v.label: v for v in variants}
+
+    def same_but_layout(a: Armed, b: Armed) -> bool:
+        strip = lambda d: {k: x for k, x in d.items() if k != "layout_seed"}  # noqa: E731
+        return strip(a.dims) == strip(b.dims)
+
+    for v in variants:
+        ref = by_label.get(v.reference_label)
+        if v.is_reference or ref is None or v.dims.get("layout_seed") is None:
+            continue
+        if same_but_layout(v, ref):
+            arms = [w for w in variants if w.reference_label == ref.label and not w.is_reference]
+            group = [ref, *(w for w in arms if w.dims.get("layout_seed") is not None
+                            and same_but_layout(w, ref))]  # fmt: skip
+            return {w.label: w.values for w in group}
+    return {}
+
+
+def judged(gain_pct: float, ci: tuple[float, float], s: LayoutSpread) -> str:
+    """A page-size comparison judged against layout alone: the interval widened by the
+    between-build variance of a difference of two builds (2 sigma_build^2, Kalibera and
+    Jones's two levels), and whether the difference is larger than layout alone gives."""
+    lo, hi = (math.log1p(x / 100.0) for x in ci)
+    half = (hi - lo) / 2
+    centre = math.log1p(gain_pct / 100.0)
+    wide = math.sqrt(half**2 + 2 * (1.96 * s.sigma_build_pct / 100.0) ** 2)
+    low, high = (100.0 * math.expm1(centre + k * wide) for k in (-1, 1))
+    told = (
+        "larger than code layout alone produces"
+        if low > 0 or high < 0
+        else "code layout alone could produce it"
+    )
+    return f"with layout's spread ({s.builds} builds): {low:+.1f} to {high:+.1f} %, {told}"

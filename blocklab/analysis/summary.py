@@ -21,6 +21,7 @@ from typing import Any
 
 from blocklab.analysis import carryover, disturbance, precision, stationarity, stats
 from blocklab.analysis import interleaved_checks as checks
+from blocklab.analysis import layout as layout_stats
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import (
@@ -79,6 +80,9 @@ class ExperimentSummary:
     # other processes' use of the CPUs during the runs (blocklab.analysis.disturbance)
     disturbance: list[str] = field(default_factory=list)
     equivalence_pct: float = stats.EQUIVALENCE_PCT  # X of "equal within ±X %"
+    # [design] layout_control: the spread of the reference's layout variants, and their labels
+    layout: layout_stats.LayoutSpread | None = None
+    layout_arms: list[str] = field(default_factory=list)
 
     def log_ratios(self) -> list[list[float]]:
         """Per comparison, the per-round log ratios other / reference (the samples the
@@ -225,6 +229,7 @@ def summarize_experiment(
         vs.dropped = reduced[v["variant_id"]].dropped
         result.variants.append(vs)
     result.carryover = carry_over(db, all_runs, metric)
+    result.layout, result.layout_arms = layout_control(result.variants)
     if design == designs.INTERLEAVED and metric == "tps" and aa_refs:
         result.aa, what, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs) + f" {what}"
@@ -237,6 +242,19 @@ def summarize_experiment(
         if not measures_whole_cycles(exp):
             result.stationarity = stationarity.summary_lines(_ok_series(db, runs_of, labels))
     return result
+
+
+def layout_control(
+    variants: Sequence[VariantSummary],
+) -> tuple[layout_stats.LayoutSpread | None, list[str]]:
+    """The layout control's spread and the labels of its arms (none: None, [])."""
+    group = layout_stats.control_group(
+        [
+            layout_stats.Armed(v.label, v.dims, v.reference_label, v.is_reference, v.values)
+            for v in variants
+        ]
+    )
+    return (layout_stats.spread(group), list(group)[1:]) if group else (None, [])
 
 
 def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
