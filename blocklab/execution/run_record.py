@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from blocklab import proc
 from blocklab.execution.run_state import RunLabel, RunState, RunTarget
 from blocklab.model import Variant
 from blocklab.store import RunRecord
@@ -135,6 +136,7 @@ def _provenance(target: RunTarget, acc: RunState, result: WorkloadResult) -> dic
         },
         phases_s=acc.phases_s,
         storage_facts=dict(target.storage_facts),
+        server_environment=proc.canonical_env(c.user),  # the same for every run (proc.py)
     )
     if acc.footprint:
         prov["footprint"] = {k: v for k, v in acc.footprint.items() if k != "metrics"}

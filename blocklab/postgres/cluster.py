@@ -311,7 +311,9 @@ class Cluster:
             str(self.log_path),
         ]
         try:
-            proc.run(argv, user=self.user, timeout_s=START_TIMEOUT_S + 30)
+            # the server's environment is the same bytes whoever starts blocklab (its size
+            # moves the stack's alignment): proc.canonical_env
+            proc.run(argv, user=self.user, timeout_s=START_TIMEOUT_S + 30, inherit=False)
         except CommandError as e:
             self._after_failed_start()
             raise ServerStartError(

@@ -63,6 +63,28 @@ def test_lifecycle(cluster: Cluster) -> None:
     assert float(first[0]) > 1e9 and first[1] == f"[{pid}]"  # epoch-ms prefix
 
 
+def test_the_server_environment_is_canonical_whoever_starts_it(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The postmaster's environment is proc.canonical_env, not the caller's: a long
+    variable in the caller's environment (which would move the server's stack) and
+    PGOPTIONS (which would change its settings) do not reach it."""
+    monkeypatch.setenv("BLOCKLAB_TEST_PADDING", "x" * 4096)
+    monkeypatch.setenv("PGOPTIONS", "-c work_mem=77MB")
+    cluster.initdb(data_checksums=False)
+    cluster.write_settings({})
+    pid = cluster.start()
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+        seen = dict(e.split("=", 1) for e in raw.decode().split("\0") if "=" in e)
+    finally:
+        cluster.stop()
+    assert "BLOCKLAB_TEST_PADDING" not in seen and "PGOPTIONS" not in seen
+    expected = proc.canonical_env(cluster.user)
+    assert {k: seen[k] for k in expected} == expected  # pg_ctl may add its own (PGDATA...)
+    assert len(raw) < 1024
+
+
 def test_no_tcp_listener(cluster: Cluster) -> None:
     cluster.initdb(data_checksums=True)
     cluster.write_settings({})
