@@ -66,11 +66,12 @@ def run_cmd(
     paths = _paths()
     check_results(results)
     exp = flags.load(file)
+    stopping = flags.stopping(exp)
     exp.check_commands_allowed(allow_command_settings)
     check_machine(exp, paths)
     # before anything starts: a home made by `mktemp -d` (0700) fails the build's check
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
-    rule = StoppingRule(rounds=exp.rounds, **flags.stopping(exp))
+    rule = StoppingRule(rounds=exp.rounds, **stopping)
     outcome, datasets = _execute(exp, paths, results, rule, quiet or not sys.stderr.isatty())
     _print_results(exp.name, results, outcome.end_reason, [d.init_s for d in datasets])
     if outcome.runs_failed:
