@@ -94,9 +94,12 @@ def render_run(p: Plan, console: Console) -> None:
         shown = " · ".join(f"{name} {value}" for name, value in fixed)
         console.print(f"[bold]every variant:[/bold] {shown}", highlight=False)
     first = p.experiment.variant(p.experiment.reference_for(p.variants[0]))
+    note = ""
+    if p.experiment.run_design.checkpoint == "cycles":
+        note = " (-T: the run stops after its whole checkpoint cycles, below)"
     console.print(
         f"[bold]one run ({escape(first.label or first.variant_id)}):[/bold] "
-        + escape(driver_command(first)),
+        + escape(driver_command(first) + note),
         highlight=False,
         soft_wrap=True,
     )
