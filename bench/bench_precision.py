@@ -24,8 +24,8 @@ state. Each arm's tps comparison is analysed as its design prescribes
   (abba's two reference copies are not an A/A: copy 1 always runs in the round's second
   half, so their ratio is the drift within a round);
 - the carry-over ratio with its 95 % CI: runs right after a switch of variant / runs right
-  after a repeat, paired by round (blocklab.analysis.carryover, from each run's position in
-  its round); '–' where no variant follows itself (paired, short-runs);
+  after a repeat, with a level and a drift slope per round (blocklab.analysis.carryover, from
+  each run's position in its round); '–' where no variant follows itself (paired, short-runs);
 - the share of runs flagged non-stationary: a judged per-second series (tps, WAL bytes/s,
   full-page images/s) drifted inside the measured window (blocklab.analysis.stationarity);
   '–' for whole checkpoint cycles, which are not judged for drift (their storm and decay

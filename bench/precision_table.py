@@ -12,9 +12,9 @@ half-width for the rounds that fit in 20 minutes, the per-round noise, and:
   an A/A, since copy 0 always runs in the round's first half and copy 1 in its mirror,
   so their ratio is the drift within a round, not 1
   (blocklab.execution.orders.round_slots). '–' for them.
-- carry-over: runs right after a switch of variant / runs right after a repeat, paired by
-  round, with its 95 % CI (blocklab.analysis.carryover). '–' where no variant ever follows
-  itself (paired, short-runs).
+- carry-over: runs right after a switch of variant / runs right after a repeat, with a
+  level and a drift slope per round, with its 95 % CI (blocklab.analysis.carryover). '–'
+  where no variant ever follows itself (paired, short-runs).
 - non-stationary: the share of the arm's successful runs with a judged per-second series
   (tps, WAL bytes/s, full-page images/s) that drifted inside the measured window
   (blocklab.analysis.stationarity). Whole checkpoint cycles are not judged: the storm of
@@ -165,8 +165,9 @@ FOOTNOTE = (
     "interleaved: its reference's two balanced halves of slices; "
     "'–' elsewhere: no second reference copy (abba's copy 1 always runs after its copy 0, so "
     "their ratio is the drift within a round, not an A/A);\n"
-    "carry-over: runs right after a switch of variant / runs right after a repeat, paired by "
-    "round (blocklab.analysis.carryover); '–' where no variant follows itself;\n"
+    "carry-over: runs right after a switch of variant / runs right after a repeat, with a "
+    "level and a drift slope per round (blocklab.analysis.carryover); '–' where no variant "
+    "follows itself;\n"
     "non-stationary: runs with a judged series (tps, WAL bytes/s, full-page images/s) that "
     "drifted inside the window / runs judged; '–' for whole checkpoint cycles (not judged), "
     "n/a for interleaved slices (no per-second series)."

@@ -8,6 +8,7 @@ import sys
 import click
 
 from blocklab import __version__
+from blocklab.console import control_escaped
 from blocklab.errors import BlocklabError
 
 OUTPUT_CLOSED = 141  # 128 + SIGPIPE
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         e.show()
         return 2 if e.exit_code in (1, 2) else e.exit_code
     except BlocklabError as e:
-        click.secho(f"error: {e}", err=True, fg="red")
+        click.secho(f"error: {control_escaped(e, keep_newlines=True)}", err=True, fg="red")
         return e.exit_code
     except KeyboardInterrupt:
         click.echo("interrupted; what was started has been released", err=True)

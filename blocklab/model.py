@@ -54,6 +54,14 @@ class BuildRequest(Frozen):
     wal_block_size_kb: int = 8
     segsize_gb: int = 1
     configure_args: tuple[str, ...] = ()
+    # A build-layout variant (blocklab.postgres.link_order): the backend linked in an order
+    # drawn from this seed; None is the ordinary link. Left out of the JSON when None, so
+    # the ids of every variant and build made before it existed are unchanged.
+    layout_seed: int | None = Field(default=None, ge=1, le=2**31 - 1)
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        return _omit_defaults(handler(self), {"layout_seed": None})
 
     @field_validator("block_size_kb")
     @classmethod

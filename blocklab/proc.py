@@ -4,6 +4,10 @@
 escalates TERM then KILL to the whole group, and raises `CommandError` carrying the
 command, exit code and output. `spawn()` starts a long-lived process (a server, a
 sampler) in its own process group; `terminate()` ends one by PID.
+
+Root signals only PIDs it has verified: `postmaster_refusal()` says why a PID (read from
+a postmaster.pid or the state file, both writable by the server's user) is not that data
+directory's postmaster, and the callers then leave it alone.
 """
 
 from __future__ import annotations
@@ -204,6 +208,84 @@ def terminate(pid: int, *, sig: int = signal.SIGTERM, grace_s: float = 10.0) -> 
             return True
         time.sleep(0.05)
     return not pid_alive(pid)
+
+
+@dataclass(frozen=True)
+class ProcessFacts:
+    """What /proc says about a live process (read as root: nothing here is its own say,
+    except that a process may chdir)."""
+
+    uid: int  # real uid
+    exe: str  # the binary it runs ("" when unreadable)
+    cwd: str  # its working directory ("" when unreadable)
+    start_ticks: int  # start time in clock ticks after boot (/proc/PID/stat field 22)
+
+
+def process_facts(pid: int) -> ProcessFacts | None:
+    """The facts of a live, non-zombie process, or None."""
+    base = Path(f"/proc/{pid}")
+    try:
+        fields = (base / "stat").read_text().rsplit(")", 1)[1].split()
+        status = (base / "status").read_text()
+    except (OSError, IndexError):
+        return None
+    if fields[0] in ("Z", "X"):
+        return None
+    uid = next(int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("Uid:"))
+    return ProcessFacts(uid, _readlink(base / "exe"), _readlink(base / "cwd"), int(fields[19]))
+
+
+def process_uid(pid: int) -> int | None:
+    """The real uid of a process, zombies included (None when it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return next((int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("Uid:")), None)
+
+
+def _readlink(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def start_ticks(pid: int) -> int | None:
+    """A process's start time (clock ticks after boot), to know it again later."""
+    facts = process_facts(pid)
+    return None if facts is None else facts.start_ticks
+
+
+def postmaster_refusal(
+    pid: int, data_dir: Path, *, started_ticks: int | None = None, exe: str = "postgres"
+) -> str:
+    """Why root must not signal `pid` as the postmaster of `data_dir` ("" when it may):
+    the process must run the binary `exe` (a path; a bare name: any binary so named),
+    work in that data directory (postgres
+    chdirs there), run as the data directory's owner (never root), and, when its start
+    time was recorded, have started then (a reused PID has not)."""
+    facts = process_facts(pid)
+    if facts is None:
+        return f"PID {pid} is not running"
+    try:
+        owner = data_dir.stat().st_uid
+        want_cwd = os.path.realpath(data_dir)
+    except OSError as e:
+        return f"{data_dir} is unreadable ({e.strerror})"
+    running = facts.exe.removesuffix(" (deleted)")
+    by_path = "/" in exe
+    if (running if by_path else os.path.basename(running)) != (
+        os.path.realpath(exe) if by_path else exe
+    ):
+        return f"PID {pid} runs {facts.exe or 'an unreadable binary'}, not {exe}"
+    if facts.cwd != want_cwd:
+        return f"PID {pid} works in {facts.cwd or '?'}, not in {want_cwd}"
+    if facts.uid == 0 or facts.uid != owner:
+        return f"PID {pid} runs as uid {facts.uid}, not as {data_dir}'s owner (uid {owner})"
+    if started_ticks is not None and facts.start_ticks != started_ticks:
+        return f"PID {pid} started at tick {facts.start_ticks}, not {started_ticks} (reused)"
+    return ""
 
 
 def _reap(pid: int) -> None:

@@ -24,26 +24,30 @@ from pathlib import Path
 
 # (page kB, WAL block kB), in the order the test tree first asks for them: tests/execution
 # (8/8, 4/4), tests/fleet (4/8, the demo's), tests/project's examples (8/4: seed004 and
-# wal-block-clients; 2/8: page-size; 16/8: seed002).
-PREBUILT: tuple[tuple[int, int], ...] = ((8, 8), (4, 4), (4, 8), (8, 4), (2, 8), (16, 8))
+# wal-block-clients; 2/8: page-size; 16/8: seed002); last, 8/8 with link-order seed 1
+# (tests/postgres/test_link_order.py: a layout variant).
+PREBUILT: tuple[tuple[int, ...], ...] = (
+    (8, 8), (4, 4), (4, 8), (8, 4), (2, 8), (16, 8), (8, 8, 1),
+)  # fmt: skip
 STOP_GRACE_S = 30.0  # an ended build leaves a half-made prefix: ensure_build removes it
 
 
-def build_argv(block_size_kb: int, wal_block_size_kb: int) -> list[str]:
+def build_argv(block_size_kb: int, wal_block_size_kb: int, layout_seed: int = 0) -> list[str]:
+    layout = ["--layout-seed", str(layout_seed)] if layout_seed else []
     return [
         sys.executable, "-m", "blocklab.cli", "build", "--pg", "18",
-        "--block-size", str(block_size_kb), "--wal-block-size", str(wal_block_size_kb),
+        "--block-size", str(block_size_kb), "--wal-block-size", str(wal_block_size_kb), *layout,
     ]  # fmt: skip
 
 
-def script(geometries: Sequence[tuple[int, int]]) -> str:
+def script(geometries: Sequence[tuple[int, ...]]) -> str:
     """One shell line per build; a failed build does not stop the ones after it."""
     lines = [" ".join(build_argv(*g)) + " || true" for g in geometries]
     return "\n".join(["set -u", *lines])
 
 
 @contextmanager
-def in_background(geometries: Sequence[tuple[int, int]], log_path: Path) -> Iterator[int]:
+def in_background(geometries: Sequence[tuple[int, ...]], log_path: Path) -> Iterator[int]:
     """Start the builds; at exit, end whatever is still building (its process group, by
     the PID this started) and wait for it. Yields the PID."""
     log_path.parent.mkdir(parents=True, exist_ok=True)

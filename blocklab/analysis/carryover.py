@@ -1,5 +1,5 @@
 """Carry-over, measured (pure): does a run right after a switch of variant differ from a
-run right after a run of the same variant?
+run right after a run of the same variant, once the drift within the round is taken out?
 
 In a round every run but the first follows another run. A run "after a switch" follows a
 run of another variant (A B B A: the first B, the last A); a run "after a repeat" follows
@@ -7,20 +7,46 @@ a run of the same variant (the second B). A position or carry-over effect (the p
 variant's caches, dirty pages or checkpoint debt) shows as a ratio switch / repeat away
 from 1.
 
-The estimate is paired by round, so a variant's level and the round's drift cancel: in
-each round, for every variant with both kinds of runs, the log ratio of the geometric
-mean of its after-switch runs to that of its after-repeat runs; a round's sample is the
-mean over those variants. The ratio and its 95 % CI are the paired t interval of
-blocklab.analysis.stats.compare_paired over those rounds. A design where a variant never
-follows itself (paired: A B) has no repeat and gives no estimate.
+Comparing the two kinds of runs directly reads a drift as a carry-over: in A B B A the
+only repeat (position 2) runs right after the switch it is compared with (position 1), so
+a throughput falling 1 % per run gave 0.990 and flagged carry-over in 11 to 12 % of
+experiments without any. The estimate is therefore a least-squares model of the log value
+of every run with a known predecessor:
+
+    log y = level(round) + slope(round) * position + effect(variant)
+            + first * [first run of its round] + gamma * [after a switch] + e
+
+A level and a linear drift slope per round, a level per variant, the round's first run
+apart (what ran before it, a restore and a new server, is not the round's business), and
+gamma, the carry-over: exp(gamma) is the ratio after a switch / after a repeat, its 95 %
+CI the t interval with the model's residual degrees of freedom. A linear drift within a
+round cancels exactly. What that leaves identifiable:
+
+- abba (A B B A and B A A B alternating): per round 4 runs, 2 taken by level and slope;
+  the cubic contrast -y0 + 3 y1 - 3 y2 + y3 is 4 gamma - first, the quadratic one
+  y0 - y1 - y2 + y3 is 2 (effect(A) - effect(B)) + first in A B B A and its opposite
+  in B A A B: gamma is identifiable once both orders ran, with 2 n - 3 residual df for
+  n rounds (and at least one left over).
+- aa-control (the reference twice, in orders balanced over the rounds): per round 3 runs,
+  one contrast left (y0 - 2 y1 + y2): effect + first + gamma in R R A, effect + first -
+  2 gamma in A R R (R A R has no repeat): gamma is identifiable once both places of the
+  repeat ran, with n - 3 residual df, so it needs more rounds than abba.
+- paired (A B): no run follows its own variant, and 2 runs per round are all level and
+  slope: no estimate. Where the model cannot separate gamma from the drift the result is
+  a note saying so, never a number.
+
+`round_log_ratios` and `from_round_log_ratios` keep the per-round paired reduction the
+interleaved design's slices use (blocklab.analysis.interleaved_checks).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from blocklab.analysis import stats
 
@@ -46,14 +72,144 @@ class CarryOver:
     of: str = "runs"  # what was compared: "runs", or "slices" (interleaved rounds)
 
     @property
+    def confounded(self) -> bool:
+        """The design ran repeats, but in orders (or too few rounds) that cannot separate
+        the carry-over from the drift: worth saying, unlike a design without repeats."""
+        return self.comparison is None and self.note in (UNIDENTIFIABLE, NO_DF)
+
+    @property
     def detected(self) -> bool:
         c = self.comparison
         return c is not None and c.verdict in (stats.FASTER, stats.SLOWER)
 
 
 def estimate(runs: Iterable[PositionRun]) -> CarryOver:
-    """The carry-over ratio (after a switch / after a repeat) with its 95 % CI."""
-    return from_round_log_ratios(round_log_ratios(runs))
+    """The carry-over ratio (after a switch / after a repeat) with its 95 % CI, from the
+    model of the module's docstring; a note instead where the design cannot give it."""
+    rows = model_rows(runs)
+    if not any(r.kind == REPEAT for r in rows):
+        return CarryOver(None, 0, NO_REPEAT)
+    fit = fit_switch(rows)
+    n_rounds = len({r.round for r in rows})
+    if isinstance(fit, str):
+        return CarryOver(None, n_rounds, fit)
+    return CarryOver(_comparison(fit, n_rounds), n_rounds)
+
+
+NO_REPEAT = "no round ran a variant both after a switch and after a repeat"
+UNIDENTIFIABLE = (
+    "not identifiable: with a level and a linear drift per round, the runs after a switch "
+    "cannot be told from the drift in these orders (A B B A needs rounds of both orders, "
+    "A/A control its reference's copies adjacent at both ends of a round)"
+)
+NO_DF = "no degrees of freedom left beside the drift per round: more rounds needed"
+FIRST = "first"  # the round's first run: what ran before it is not part of the round
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """One run in the model: its log value and what ran right before it."""
+
+    round: int
+    position: int
+    variant_id: str
+    log_value: float
+    kind: str  # SWITCH, REPEAT or FIRST
+
+
+def model_rows(runs: Iterable[PositionRun]) -> list[ModelRow]:
+    """The runs with a usable value whose predecessor in the round is known (it ran at
+    the position right before, whatever its value), and the round's first runs."""
+    by_round: dict[int, dict[int, PositionRun]] = {}
+    for run in runs:
+        by_round.setdefault(run.round, {})[run.position] = run
+    rows = []
+    for rnd in sorted(by_round):
+        at = by_round[rnd]
+        first = min(at)
+        for pos in sorted(at):
+            run, prev = at[pos], at.get(pos - 1)
+            if run.value is None or not _usable(run.value) or (pos != first and prev is None):
+                continue
+            kind = (
+                FIRST if prev is None else SWITCH if prev.variant_id != run.variant_id else REPEAT
+            )
+            rows.append(ModelRow(rnd, pos, run.variant_id, math.log(run.value), kind))
+    return rows
+
+
+@dataclass(frozen=True)
+class SwitchFit:
+    gamma: float  # log(after a switch / after a repeat)
+    se: float
+    df: int  # residual degrees of freedom
+
+
+def design_matrix(rows: Sequence[ModelRow]) -> tuple[np.ndarray, np.ndarray]:
+    """(X, y): the switch indicator in column 0, then a level and a centred position
+    slope per round, a level per variant but the first, and the first-run indicator."""
+    rounds = {rnd: k for k, rnd in enumerate(sorted({r.round for r in rows}))}
+    variants = {v: k for k, v in enumerate(sorted({r.variant_id for r in rows})[1:])}
+    positions: dict[int, list[int]] = {}
+    for r in rows:
+        positions.setdefault(r.round, []).append(r.position)
+    centre = {rnd: sum(ps) / len(ps) for rnd, ps in positions.items()}
+    n_rounds = len(rounds)
+    x = np.zeros((len(rows), 2 + 2 * n_rounds + len(variants)))
+    for i, r in enumerate(rows):
+        k = rounds[r.round]
+        x[i, 0] = r.kind == SWITCH
+        x[i, 1] = r.kind == FIRST
+        x[i, 2 + k] = 1.0
+        x[i, 2 + n_rounds + k] = r.position - centre[r.round]
+        if r.variant_id in variants:
+            x[i, 2 + 2 * n_rounds + variants[r.variant_id]] = 1.0
+    return x, np.array([r.log_value for r in rows])
+
+
+def fit_switch(rows: Sequence[ModelRow]) -> SwitchFit | str:
+    """Least squares of the model; a note (str) when the switch coefficient is not
+    identifiable or no residual degree of freedom is left."""
+    x, y = design_matrix(rows)
+    keep = _independent_columns(x)
+    if 0 not in keep:
+        return UNIDENTIFIABLE
+    xk = x[:, keep]
+    df = len(y) - len(keep)
+    if df < 1:
+        return NO_DF
+    inv = np.linalg.inv(xk.T @ xk)
+    coef = inv @ (xk.T @ y)
+    resid = y - xk @ coef
+    return SwitchFit(float(coef[0]), math.sqrt(float(resid @ resid) / df * inv[0, 0]), df)
+
+
+def _independent_columns(x: np.ndarray) -> list[int]:
+    """Columns kept in order, each only if it adds to the rank of those kept before it,
+    with the switch column judged last: it is kept only if the nuisance columns leave it
+    identifiable. Returned with the switch column (0) first when kept."""
+    if _rank(x) == x.shape[1]:  # the usual case: every column identifiable
+        return list(range(x.shape[1]))
+    kept: list[int] = []
+    for j in range(1, x.shape[1]):
+        if _rank(x[:, [*kept, j]]) > len(kept):
+            kept.append(j)
+    return [0, *kept] if _rank(x[:, [*kept, 0]]) > len(kept) else kept
+
+
+def _rank(x: np.ndarray) -> int:
+    return int(np.linalg.matrix_rank(x))
+
+
+def _comparison(fit: SwitchFit, n_rounds: int) -> stats.Comparison:
+    """The fit as a ratio comparison (after a switch / after a repeat) over n_rounds."""
+    half = stats.t_quantile(fit.df) * fit.se
+    low, high = math.exp(fit.gamma - half), math.exp(fit.gamma + half)
+    p = stats.two_sided_p(fit.gamma / fit.se, fit.df) if fit.se > 0 else None
+    verdict = stats.FASTER if low > 1 else stats.SLOWER if high < 1 else stats.NO_DIFFERENCE
+    ratio = math.exp(fit.gamma)
+    width = (high - low) / 2 / ratio * 100
+    return stats.Comparison(n_rounds, stats.RATIO, ratio, low, high, p, verdict, width)
 
 
 def from_round_log_ratios(samples: Mapping[int, float], of: str = "runs") -> CarryOver:

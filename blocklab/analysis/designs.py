@@ -32,12 +32,15 @@ that matches each order.
   every pair of slices holds each variant once, and with a multiple of 4 slices both mean
   positions are equal, so a drift linear in time cancels within the round). A round stores
   ONE record per variant (its slices aggregated: total transactions / total seconds), so
-  it is analysed exactly as paired. Two caveats. (a) Each server's checkpoint timer runs in
-  wall-clock time while the server is driven about half of it: with a time-driven
-  checkpoint_timeout each server sees about twice as many checkpoints per transaction as a
-  run alone, so per-transaction WAL and full-page images are not those of a run alone; use
-  it for throughput and latency questions, or set checkpoint_timeout long enough (or let
-  max_wal_size drive the checkpoints). (b) A slice right after a switch of server ran
+  it is analysed exactly as paired; the variants swap their two storage slots every
+  two rounds, balanced over 4 rounds, and the design's A/A is slot 1 / slot 0
+  (blocklab.analysis.interleaved_checks.slot_aa). Two caveats. (a) With checkpoint "free"
+  each server's checkpoint timer runs in wall-clock time while the server is driven about
+  half of it: each server sees about twice as many checkpoints per transaction as a run
+  alone, so per-transaction WAL and full-page images are not those of a run alone;
+  checkpoint "aligned" (a CHECKPOINT before each server's first measured slice,
+  checkpoint_timeout 1d) gives both servers windows that start at a checkpoint and span
+  the same driven seconds. (b) A slice right after a switch of server ran
   3.5 % faster in the bench than one right after a repeat (carry-over 1.035, 1.023 ..
   1.047: the server rested a slice); the Thue-Morse balance cancels it when both variants
   gain alike.

@@ -10,6 +10,12 @@ the record give both, in every round; the record carries them as metrics:
   by round, is an A/A comparison: both halves ran the same server in the same round.
 - `tps_after_switch`, `tps_after_repeat`: the throughput of its slices right after a
   slice of the other variant, and right after one of its own.
+- `storage_slot`: which of the round's two storage slots (0, 1) the variant's server
+  ran on; the variants swap slots every two rounds (blocklab.execution.orders
+  .storage_slots). The slot A/A (`slot_aa`) compares slot 1 with slot 0: it sees a bias
+  between the two servers and storages, which the Thue-Morse halves (one server against
+  itself) cannot, and it leaves the switch and repeat slices alone (every round's value
+  is the variant's whole round).
 
 Both are computed here from per-round values (round -> value) that the caller reduced
 the same way as everywhere else (blocklab.analysis.rounds: ok records only).
@@ -17,9 +23,12 @@ the same way as everywhere else (blocklab.analysis.rounds: ok records only).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
 
 from blocklab.analysis import carryover, stats
 from blocklab.analysis.carryover import CarryOver
@@ -29,10 +38,40 @@ AA_TPS_HALF0 = "aa_tps_half0"
 AA_TPS_HALF1 = "aa_tps_half1"
 TPS_AFTER_SWITCH = "tps_after_switch"
 TPS_AFTER_REPEAT = "tps_after_repeat"
+STORAGE_SLOT = "storage_slot"
 SLICE_METRICS = (AA_TPS_HALF0, AA_TPS_HALF1, TPS_AFTER_SWITCH, TPS_AFTER_REPEAT)
 AA_LABEL_SUFFIX = "(Thue-Morse halves of its slices)"
+SLOT_AA_LABEL = "(storage slot 1 / slot 0: both variants, slots swapped every two rounds)"
+SLOT_AA_MIN_ROUNDS = 3  # two parameters (slot, variant) and one degree of freedom left
 
 RoundValues = Mapping[int, float]  # round -> value
+
+
+def design_aa(
+    per_round: Callable[[str, str], RoundValues],
+    ref: str,
+    variant_ids: Sequence[str],
+    *,
+    higher_is_better: bool = True,
+) -> tuple[stats.Comparison | None, str]:
+    """The design's A/A and what it compares: the slot A/A (`slot_aa`) when the
+    reference's records carry their storage slot and one other variant ran beside it,
+    else (records from before the slots swapped) the Thue-Morse halves of the
+    reference's slices (`aa_halves`). `per_round(variant_id, metric)`: round -> value,
+    reduced as every metric is (blocklab.analysis.rounds)."""
+    others = [v for v in variant_ids if v != ref]
+    slots = per_round(ref, STORAGE_SLOT)
+    if slots and len(others) == 1:
+        aa = slot_aa(per_round(ref, "tps"), slots, per_round(others[0], "tps"))
+        if not higher_is_better and aa.estimate is not None:
+            aa = dataclasses.replace(aa, verdict=_flipped(aa.verdict))
+        return aa, SLOT_AA_LABEL
+    halves = [(per_round(ref, AA_TPS_HALF0), per_round(ref, AA_TPS_HALF1))]
+    return aa_halves(halves, higher_is_better=higher_is_better), AA_LABEL_SUFFIX
+
+
+def _flipped(verdict: str) -> str:
+    return {stats.FASTER: stats.SLOWER, stats.SLOWER: stats.FASTER}.get(verdict, verdict)
 
 
 def aa_halves(
@@ -69,3 +108,52 @@ def carry_over(variants: Iterable[tuple[RoundValues, RoundValues]]) -> CarryOver
 
 def _usable(x: float) -> bool:
     return math.isfinite(x) and x > 0
+
+
+def slot_aa(
+    ref_tps: RoundValues, ref_slot: RoundValues, other_tps: RoundValues
+) -> stats.Comparison:
+    """The A/A of the two storage slots: per round d = log(tps on slot 1 / tps on slot 0)
+    over the round's two variants, which is the slot effect plus or minus the variants'
+    effect (plus when the other variant held slot 1). The least-squares fit of
+    d = log(slot ratio) + x log(other / reference), x = +1 or -1, gives the slot ratio
+    with a t interval on n - 2 degrees of freedom; with slots balanced over the rounds
+    (x sums to 0) its estimate is the mean of d and is free of the variants' effect.
+    Rounds with both tps positive only. No change (1) in the interval: no bias between
+    the servers and storages seen at this precision."""
+    rounds = sorted(ref_tps.keys() & ref_slot.keys() & other_tps.keys())
+    rounds = [r for r in rounds if _usable(ref_tps[r]) and _usable(other_tps[r])]
+    # x = +1: the other variant on slot 1 (the reference on slot 0)
+    x = [1.0 if ref_slot[r] == 0 else -1.0 for r in rounds]
+    d = [xr * math.log(other_tps[r] / ref_tps[r]) for r, xr in zip(rounds, x, strict=True)]
+    n = len(rounds)
+    if n < SLOT_AA_MIN_ROUNDS or len(set(x)) < 2:
+        centre = math.exp(statistics.fmean(d)) if n else None
+        why = (
+            f"{n} round(s) with both variants' tps; need {SLOT_AA_MIN_ROUNDS} or more, "
+            "with each variant on each slot"
+        )
+        return stats.Comparison(n, stats.RATIO, centre, None, None, None, stats.TOO_FEW, None, why)
+    centre, se = _intercept_fit(np.array(x), np.array(d))
+    if se <= 1e-12:
+        note = "the slot ratio is identical in every round (zero variance): no t-test"
+        return stats.Comparison(
+            n, stats.RATIO, math.exp(centre), None, None, None, stats.UNDETERMINED, None, note
+        )
+    half = stats.t_quantile(n - 2) * se
+    low, high = math.exp(centre - half), math.exp(centre + half)
+    verdict = stats.NO_DIFFERENCE
+    if not low <= 1.0 <= high:
+        verdict = stats.FASTER if low > 1 else stats.SLOWER
+    width = (high - low) / 2 / math.exp(centre) * 100
+    p = stats.two_sided_p(centre / se, n - 2)
+    return stats.Comparison(n, stats.RATIO, math.exp(centre), low, high, p, verdict, width)
+
+
+def _intercept_fit(x: np.ndarray, d: np.ndarray) -> tuple[float, float]:
+    """Ordinary least squares d = a + b x: a and its standard error (n - 2 df)."""
+    design = np.column_stack([np.ones(len(x)), x])
+    coef, *_ = np.linalg.lstsq(design, d, rcond=None)
+    resid = d - design @ coef
+    s2 = float(resid @ resid) / (len(x) - 2)
+    return float(coef[0]), math.sqrt(s2 * float(np.linalg.inv(design.T @ design)[0, 0]))

@@ -91,6 +91,29 @@ KNOWN_METRICS = (
         "device_data_read_bytes_per_request", "data device bytes per read request", "bytes", None
     ),
     MetricInfo("host_cpu_busy_s_per_xact", "host CPU seconds per transaction", "s", False),
+    # blocklab.probes.disturbance: other processes than the server, driver and blocklab
+    MetricInfo(
+        "disturbance_cpu_share", "other processes' CPU, share of the machine", "fraction", None
+    ),
+    MetricInfo("disturbance_cpu_s", "other processes' CPU seconds", "s", None),
+    MetricInfo(
+        "disturbance_device_bytes",
+        "other processes' bytes on the disk under the loop devices",
+        "bytes",
+        None,
+    ),
+    MetricInfo(
+        "disturbance_device_share",
+        "other processes' share of the bytes on the disk under the loop devices",
+        "fraction",
+        None,
+    ),
+    MetricInfo(
+        "disturbance_kernel_cpu_s",
+        "kernel threads' and interrupts' CPU seconds (not counted as disturbance)",
+        "s",
+        None,
+    ),
     MetricInfo("table_bytes", "table bytes after the run", "bytes", None),
     MetricInfo("table_free_bytes", "table free bytes after the run", "bytes", None),
     MetricInfo("index_bytes", "index bytes after the run", "bytes", None),
@@ -218,18 +241,34 @@ def summarize(values: Sequence[float], info: MetricInfo) -> stats.Summary:
 
 
 def compare(
-    ref_values: dict[int, float], values: dict[int, float], info: MetricInfo
+    ref_values: dict[int, float],
+    values: dict[int, float],
+    info: MetricInfo,
+    equivalence_pct: float = stats.EQUIVALENCE_PCT,
 ) -> stats.Comparison:
     """The paired comparison in the metric's own direction."""
     return stats.compare_paired(
-        ref_values, values, higher_is_better=info.higher_is_better is not False
+        ref_values,
+        values,
+        higher_is_better=info.higher_is_better is not False,
+        equivalence_pct=equivalence_pct,
     )
 
 
 def verdict_text(c: stats.Comparison, info: MetricInfo) -> str:
-    """Words for a comparison: faster/slower for speed, better/worse or higher/lower else."""
+    """Words for a comparison: faster/slower for speed, better/worse or higher/lower else;
+    "equal within ±X %" and "undecided" alike for every metric. A significant change
+    inside ±X keeps its direction and says so: "faster, within ±2 %"."""
+    if c.verdict == stats.EQUAL:
+        return f"equal within ±{c.equivalence_pct:g} %"
     if c.verdict not in (stats.FASTER, stats.SLOWER):
         return c.verdict
+    within = f", within ±{c.equivalence_pct:g} %" if c.equivalent else ""
+    return direction_word(c, info) + within
+
+
+def direction_word(c: stats.Comparison, info: MetricInfo) -> str:
+    """faster/slower (speed), better/worse (a direction), higher/lower (none)."""
     if info.key in SPEED_METRICS:
         return c.verdict
     if info.higher_is_better is None:

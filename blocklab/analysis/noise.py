@@ -23,6 +23,12 @@ class NoiseEstimate:
     own: bool = False  # the experiment being planned (or its pilot) rather than another
 
     @property
+    def honest_df(self) -> int:
+        """The df the noise rests on: the rounds of one comparison - 1. Comparisons that
+        share a reference are not independent, so their pooled df overstates it."""
+        return max(1, min(self.noise.df, self.rounds - 1))
+
+    @property
     def source(self) -> str:
         """For people: 'experiment demo-abba (design abba, 12 rounds)'."""
         return f"experiment {self.experiment} (design {self.design}, {self.rounds} rounds)"

@@ -12,6 +12,13 @@ mean is the estimate printed beside it. When a round has a 0 on either side (byt
 background writer never wrote) no ratio exists: the comparison is then the paired
 difference other - reference in the metric's unit, never a ratio over fewer rounds.
 
+The verdict has four words (`_verdict`): FASTER or SLOWER when the 95 % interval excludes
+no change; EQUAL when two one-sided tests (TOST) at 5 % show the ratio inside
+[1 - X/100, 1 + X/100] (X = `equivalence_pct`, the experiment's [experiment] equivalence;
+the bounds are symmetric on the ratio scale, log(1 - X/100) .. log(1 + X/100) on the log
+scale the test works on), which is the 90 % interval inside those bounds; else UNDECIDED:
+the interval holds both no change and a change larger than X.
+
 A variant's own interval is on the log scale when every value is positive (tps, bytes):
 the t interval of mean(log x), exponentiated, is the interval of the geometric mean and
 is never negative, however few the rounds.
@@ -30,7 +37,11 @@ CONFIDENCE = 0.95
 NOISY_CV = 0.10  # pyperf flags a stdev above 10 % of the mean; so do we
 FASTER = "faster"
 SLOWER = "slower"
-NO_DIFFERENCE = "no difference detected"
+EQUAL = "equal"  # shown as "equal within ±X %"
+UNDECIDED = "undecided"
+NO_DIFFERENCE = "no difference detected"  # the old word for EQUAL or UNDECIDED; no verdict now
+EQUIVALENCE_PCT = 2.0  # X of "equal within ±X %" when the experiment names none
+EQUIVALENCE_ALPHA = 0.05  # each one-sided test of TOST
 TOO_FEW = "not enough paired rounds"
 UNDETERMINED = "undetermined"  # zero variance: no t statistic
 MIN_PAIRS = 2
@@ -173,9 +184,13 @@ class Comparison:
     ci95_low: float | None  # 95 % CI on `scale` (t on the log ratios, or on the differences)
     ci95_high: float | None
     p_value: float | None  # paired t-test (on log values for a ratio)
-    verdict: str  # FASTER, SLOWER, NO_DIFFERENCE, UNDETERMINED or TOO_FEW
+    verdict: str  # FASTER, SLOWER, EQUAL, UNDECIDED, UNDETERMINED or TOO_FEW
     ci_half_width_pct: float | None  # half-width, % of the ratio or of the reference mean
     note: str = ""
+    equivalence_pct: float = EQUIVALENCE_PCT  # X of "equal within ±X %"
+    equivalent: bool = False  # TOST at 5 % passed: the 90 % CI inside ±X (may also be FASTER)
+    tost_p: float | None = None  # the larger of the two one-sided p-values
+    sd: float | None = None  # stdev of the per-round samples (log ratios, or differences)
 
     @property
     def ratio(self) -> float | None:
@@ -206,13 +221,15 @@ def compare_paired(
     *,
     higher_is_better: bool = True,
     confidence: float = CONFIDENCE,
+    equivalence_pct: float = EQUIVALENCE_PCT,
 ) -> Comparison:
     """Compare `other` with `ref`, both round -> value. Unpaired rounds are ignored.
 
     The verdict is FASTER (SLOWER) when the whole CI lies above (below) no change for a
-    higher-is-better metric such as tps; NO_DIFFERENCE otherwise, which means "not
-    detected at this precision", not "equal"; UNDETERMINED when every round gave exactly
-    the same ratio (or difference), where a t-test has nothing to go on.
+    higher-is-better metric such as tps; else EQUAL when TOST shows the change inside
+    ±equivalence_pct (on the difference scale: ±that % of the reference's mean), else
+    UNDECIDED; UNDETERMINED when every round gave exactly the same ratio (or
+    difference), where a t-test has nothing to go on. Both faster and equal: `_verdict`.
     """
     rounds = sorted(set(ref) & set(other))
     if not rounds:
@@ -235,10 +252,54 @@ def compare_paired(
     half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
     low, high = back(centre - half), back(centre + half)
     p = two_sided_p(centre / (sd / math.sqrt(n)), n - 1)
-    verdict = _verdict(low, high, _no_change(scale), higher_is_better)
+    p_tost = tost_p(samples, *equivalence_bounds(equivalence_pct, scale, statistics.fmean(a)))
+    equivalent = p_tost < EQUIVALENCE_ALPHA
+    verdict = _verdict(low, high, _no_change(scale), higher_is_better, equivalent)
     base = back(centre) if scale == RATIO else statistics.fmean(a)
     width = (high - low) / 2 / base * 100 if base > 0 else None
-    return Comparison(n, scale, back(centre), low, high, p, verdict, width, note)
+    return Comparison(
+        n,
+        scale,
+        back(centre),
+        low,
+        high,
+        p,
+        verdict,
+        width,
+        note,
+        equivalence_pct,
+        equivalent,
+        p_tost,
+        sd,
+    )
+
+
+def equivalence_bounds(pct: float, scale: str, ref_mean: float) -> tuple[float, float]:
+    """The bounds of "equal within ±pct %" on the scale the tests work on: the log of
+    1 -/+ pct/100 for a ratio; -/+ pct % of the reference's mean for a difference."""
+    if not 0 < pct < 100:
+        raise ValueError(f"the equivalence must be a percentage between 0 and 100, got {pct}")
+    if scale == RATIO:
+        return math.log1p(-pct / 100), math.log1p(pct / 100)
+    margin = abs(ref_mean) * pct / 100
+    return -margin, margin
+
+
+def tost_p(samples: Sequence[float], low: float, high: float) -> float:
+    """Two one-sided t-tests that the samples' mean lies inside (low, high): the larger of
+    the p-values of "mean <= low" and "mean >= high" (statsmodels' ttost_paired on the
+    log values gives the same). Below alpha exactly when the (1 - 2 alpha) t interval lies
+    inside (low, high). 1.0 when the bounds are empty or the samples have no spread."""
+    n = len(samples)
+    if n < MIN_PAIRS or not low < high:
+        return 1.0
+    se = statistics.stdev(samples) / math.sqrt(n)
+    centre = statistics.fmean(samples)
+    if se == 0:
+        return 0.0 if low < centre < high else 1.0
+    p_low = float(_special.stdtr(n - 1, -(centre - low) / se))  # H0: mean <= low
+    p_high = float(_special.stdtr(n - 1, (centre - high) / se))  # H0: mean >= high
+    return max(p_low, p_high)
 
 
 def _log_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
@@ -273,12 +334,20 @@ def _zero_variance_note(scale: str, a: Sequence[float], b: Sequence[float]) -> s
     return f"the per-round {scale} is identical in every round (zero variance): no t-test"
 
 
-def _verdict(low: float, high: float, no_change: float, higher_is_better: bool) -> str:
+def _verdict(
+    low: float, high: float, no_change: float, higher_is_better: bool, equivalent: bool
+) -> str:
+    """FASTER/SLOWER when the 95 % CI excludes no change; else EQUAL if TOST passed.
+
+    A small change that is both significant and inside ±X stays FASTER (SLOWER), its
+    Comparison's `equivalent` set: the interval says the direction for sure, and the
+    reader learns from "within ±X %" that it is too small to matter; calling it "equal"
+    would hide a real, if small, difference."""
     if low > no_change:
         return FASTER if higher_is_better else SLOWER
     if high < no_change:
         return SLOWER if higher_is_better else FASTER
-    return NO_DIFFERENCE
+    return EQUAL if equivalent else UNDECIDED
 
 
 def _join(a: str, b: str) -> str:

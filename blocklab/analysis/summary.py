@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blocklab.analysis import carryover, precision, stationarity, stats
+from blocklab.analysis import carryover, disturbance, precision, stationarity, stats
 from blocklab.analysis import interleaved_checks as checks
+from blocklab.analysis import layout as layout_stats
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import (
@@ -74,8 +75,14 @@ class ExperimentSummary:
     # metric -> [(variant label, comparison with its reference)], for tps summaries
     # metric -> (variant label, comparison, 0 in both) for the side metrics
     side: dict[str, list[tuple[str, stats.Comparison, bool]]] = field(default_factory=dict)
-    # sentences on measured windows whose rates drifted (blocklab.analysis.stationarity)
+    # lines on the measured windows, judged flat or drifted (stationarity.summary_lines)
     stationarity: list[str] = field(default_factory=list)
+    # other processes' use of the CPUs during the runs (blocklab.analysis.disturbance)
+    disturbance: list[str] = field(default_factory=list)
+    equivalence_pct: float = stats.EQUIVALENCE_PCT  # X of "equal within ±X %"
+    # [design] layout_control: the spread of the reference's layout variants, and their labels
+    layout: layout_stats.LayoutSpread | None = None
+    layout_arms: list[str] = field(default_factory=list)
 
     def log_ratios(self) -> list[list[float]]:
         """Per comparison, the per-round log ratios other / reference (the samples the
@@ -154,6 +161,12 @@ def design_of(exp: Row) -> str:
     return kind if kind in designs.DESIGNS else designs.PAIRED
 
 
+def equivalence_of(exp: Row) -> float:
+    """The experiment's X of "equal within ±X %" ([experiment] equivalence, else 2 %)."""
+    spec = json.loads(exp["spec_json"] or "{}")
+    return float(spec.get("equivalence_pct") or stats.EQUIVALENCE_PCT)
+
+
 def measures_whole_cycles(exp: Row) -> bool:
     """The experiment's windows are whole checkpoint cycles ([design] checkpoint =
     "cycles"): the storm of full-page images and its decay inside each window is what
@@ -195,6 +208,7 @@ def summarize_experiment(
     result = ExperimentSummary(
         name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done, design=design
     )
+    result.equivalence_pct = equivalence_of(exp)
     labels = {v["variant_id"]: v["label"] for v in variants}
     runs_of = _runs_by_variant(labels, all_runs)
     refs = {v["reference_id"] or ref_id for v in variants} - {None}
@@ -211,19 +225,36 @@ def summarize_experiment(
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs)
     for v in variants:
         runs = runs_of[v["variant_id"]]
-        vs = _variant_summary(db, v, ref_id, runs, values_of, labels, info)
+        vs = _variant_summary(db, v, ref_id, runs, values_of, labels, info, result.equivalence_pct)
         vs.dropped = reduced[v["variant_id"]].dropped
         result.variants.append(vs)
     result.carryover = carry_over(db, all_runs, metric)
+    result.layout, result.layout_arms = layout_control(result.variants)
     if design == designs.INTERLEAVED and metric == "tps" and aa_refs:
-        result.aa, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
-        result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs)
-        result.aa_label += f" {checks.AA_LABEL_SUFFIX}"
+        result.aa, what, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
+        result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs) + f" {what}"
     if side and metric == "tps":
         result.side = _side_metrics(db, name, host)
+        result.disturbance = disturbance.lines(
+            _ok_metric(db, runs_of, labels, disturbance.CPU_SHARE),
+            _ok_metric(db, runs_of, labels, disturbance.DEVICE_SHARE),
+        )
         if not measures_whole_cycles(exp):
-            result.stationarity = stationarity.notes(_ok_series(db, runs_of, labels))
+            result.stationarity = stationarity.summary_lines(_ok_series(db, runs_of, labels))
     return result
+
+
+def layout_control(
+    variants: Sequence[VariantSummary],
+) -> tuple[layout_stats.LayoutSpread | None, list[str]]:
+    """The layout control's spread and the labels of its arms (none: None, [])."""
+    group = layout_stats.control_group(
+        [
+            layout_stats.Armed(v.label, v.dims, v.reference_label, v.is_reference, v.values)
+            for v in variants
+        ]
+    )
+    return (layout_stats.spread(group), list(group)[1:]) if group else (None, [])
 
 
 def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
@@ -237,22 +268,33 @@ def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
 
 def interleaved_checks(
     db: ResultsStore, runs_of: Mapping[str, Sequence[Row]], refs: Sequence[str], info: MetricInfo
-) -> tuple[stats.Comparison | None, CarryOver]:
-    """The interleaved design's A/A comparison (the references' Thue-Morse halves of
-    their slices) and carry-over (slices after a switch / after a repeat), from the
-    records' metrics reduced per round as every metric is (blocklab.analysis.rounds)."""
+) -> tuple[stats.Comparison | None, str, CarryOver]:
+    """The interleaved design's A/A comparison and what it compares (checks.design_aa:
+    the storage slots, or the reference's Thue-Morse halves) and carry-over (slices after
+    a switch / after a repeat), from the records' metrics reduced per round as every
+    metric is (blocklab.analysis.rounds)."""
 
     def per_round(vid: str, metric: str) -> dict[int, float]:
         runs = run_values(db, runs_of[vid], metric)
         return per_round_values(designs.INTERLEAVED, runs, is_reference=vid in refs).values
 
-    halves = [(per_round(r, checks.AA_TPS_HALF0), per_round(r, checks.AA_TPS_HALF1)) for r in refs]
-    aa = checks.aa_halves(halves, higher_is_better=info.higher_is_better is not False)
+    up = info.higher_is_better is not False
+    aa, what = checks.design_aa(per_round, refs[0], list(runs_of), higher_is_better=up)
     kinds = [
         (per_round(vid, checks.TPS_AFTER_SWITCH), per_round(vid, checks.TPS_AFTER_REPEAT))
         for vid in runs_of
     ]
-    return aa, checks.carry_over(kinds)
+    return aa, what, checks.carry_over(kinds)
+
+
+def _ok_metric(
+    db: ResultsStore, runs_of: dict[str, list[Row]], labels: dict[str, str], metric: str
+) -> dict[str, list[float | None]]:
+    """variant label -> `metric` of each of its successful runs (None: not stored)."""
+    return {
+        labels.get(vid, vid): [db.metrics(r["id"]).get(metric) for r in runs if r["status"] == "ok"]
+        for vid, runs in runs_of.items()
+    }
 
 
 def _ok_series(
@@ -317,6 +359,7 @@ def _variant_summary(
     values_of: dict[str, dict[int, float]],
     labels: dict[str, str],
     info: MetricInfo,
+    equivalence_pct: float = stats.EQUIVALENCE_PCT,
 ) -> VariantSummary:
     """Variant `v`'s summary from its `runs`, compared with its reference's values (the
     experiment's reference `ref_id` unless it names its own)."""
@@ -327,7 +370,7 @@ def _variant_summary(
     is_ref = my_ref is None or vid == my_ref
     comparison = None
     if my_ref is not None and not is_ref:
-        comparison = compare(values_of.get(my_ref, {}), values, info)
+        comparison = compare(values_of.get(my_ref, {}), values, info, equivalence_pct)
     return VariantSummary(
         variant_id=vid,
         label=v["label"],
@@ -357,8 +400,8 @@ def _side_metrics(
 ) -> dict[str, list[tuple[str, stats.Comparison, bool]]]:
     stored = set(db.metric_names(name))
     out = {}
-    for m in SIDE_METRICS:
-        if m not in stored:
+    for m in ("latency_avg_ms", *SIDE_METRICS):  # latency: a run column, compared too
+        if m not in stored and m not in RUN_COLUMN_METRICS:
             continue
         s = summarize_experiment(db, name, m, side=False, host=host)
         by_id = {v.variant_id: v for v in s.variants}

@@ -16,8 +16,10 @@ from rich.text import Text
 
 from blocklab.analysis import carryover, stats
 from blocklab.analysis.aa import aa_sentence
+from blocklab.analysis.interleaved_checks import AA_LABEL_SUFFIX
 from blocklab.analysis.metrics import SPEED_METRICS, MetricInfo, metric_info
 from blocklab.analysis.summary import ExperimentSummary, VariantSummary
+from blocklab.console import control_escaped
 from blocklab.experiment_file.design import INTERLEAVED
 from blocklab.units import NO_VALUE, fmt_difference, fmt_value
 
@@ -118,7 +120,27 @@ def gain_text(c: stats.Comparison, unit: str) -> str:
     return text
 
 
-def print_summary(console: Console, s: ExperimentSummary) -> None:
+def print_summary(
+    console: Console, s: ExperimentSummary, *, everything: bool = False, answer: bool = True
+) -> None:
+    """The first screen (blocklab.analysis.first_screen: the answer in at most 15 lines;
+    left out with `answer=False`, for a caller that prints it last), then the detail:
+    the table, its notes and, with `everything`, every side metric and the A/A floor."""
+    from blocklab.analysis.first_screen import print_first_screen
+
+    if answer:
+        print_first_screen(console, s)
+        console.print()
+    print_details(console, s, everything=everything)
+
+
+def stationarity_findings(s: ExperimentSummary) -> list[str]:
+    """The stationarity sentences that name a drift above noise (the first screen counts
+    them, the details print them)."""
+    return [line for line in s.stationarity if line.startswith("!")]
+
+
+def print_details(console: Console, s: ExperimentSummary, *, everything: bool = False) -> None:
     info = s.info
     several_refs = len({v.reference_label for v in s.variants if not v.is_reference}) > 1
     rows = [variant_row(v, info, several_refs=several_refs) for v in s.variants]
@@ -136,48 +158,57 @@ def print_summary(console: Console, s: ExperimentSummary) -> None:
             _print_block(console, row, v.is_reference)
     for row in rows:
         for note in row.notes:
-            console.print(Text(f"  ! {row.label}: {note}"))
-    for line in design_lines(s):
+            console.print(Text(control_escaped(f"  ! {row.label}: {note}")))
+    for line in [*design_lines(s, everything=everything), *stationarity_findings(s)]:
         console.print(Text(f"  {line}"))
-    for note in s.stationarity:
-        console.print(Text(f"  ! stationarity: {note}"))
     console.print(Text(f"  {_explanation(s)}"), style="dim")
     if s.end_reason:
         console.print(Text(f"  ended: {s.end_reason}"))
 
 
-def design_lines(s: ExperimentSummary) -> list[str]:
+def design_lines(s: ExperimentSummary, *, everything: bool = True) -> list[str]:
     """The design and its matching analysis, the A/A noise floor beside the result, and
-    the comparisons of the metrics less sensitive to the host's noise."""
+    the comparisons of the metrics less sensitive to the host's noise. Without
+    `everything`, the A/A and carry-over verdicts (on the first screen already) are left
+    out and the side metrics that are 0 in both variants are counted in one line."""
     lines = [f"design {s.design}: " + DESIGN_ANALYSIS.get(s.design, "")]
     if s.aa is not None:
         width = s.aa.ci_half_width_pct
-        copies = "half 1 vs half 0" if s.design == INTERLEAVED else "copy 1 vs copy 0"
+        copies = " copy 1 vs copy 0"
+        if s.design == INTERLEAVED:  # the storage slots' A/A names itself in its label
+            copies = " half 1 vs half 0" if s.aa_label.endswith(AA_LABEL_SUFFIX) else ""
         lines.append(
-            f"A/A noise floor ({s.aa_label} {copies}, {s.aa.n_pairs} rounds): "
+            f"A/A noise floor ({s.aa_label}{copies}, {s.aa.n_pairs} rounds): "
             f"{gain_text(s.aa, '')}"
             + (f", CI half-width {width:.2f} %" if width is not None else "")
             + "; a comparison inside this is not a difference the machine can show"
         )
-    lines += verdict_lines(s)
+    if everything:
+        lines += verdict_lines(s)
+    zero = 0
     for metric, rows in s.side.items():
         info = metric_info(metric)
         for label, c, zero_in_both in rows:
             if zero_in_both:
-                lines.append(f"{info.label}: {label} 0 in both (nothing counted)")
+                zero += 1
+                if everything:
+                    lines.append(f"{info.label}: {label} 0 in both (nothing counted)")
                 continue
             width = c.ci_half_width_pct
             lines.append(
                 f"{info.label}: {label} {gain_text(c, info.unit)}"
                 + (f", CI half-width {width:.2f} %" if width is not None else "")
             )
+    if zero and not everything:
+        what = f"{zero} side comparison{'s' * (zero != 1)}"
+        lines.append(f"0 in both variants, not shown: {what} (summary --all lists them)")
     return lines
 
 
 def verdict_lines(s: ExperimentSummary) -> list[str]:
     """The A/A verdict and the carry-over estimate, in words (nothing to say: no line)."""
     lines = [aa_sentence(s.aa)] if s.aa is not None else []
-    if s.carryover is not None and s.carryover.comparison is not None:
+    if s.carryover is not None and (s.carryover.comparison is not None or s.carryover.confounded):
         lines.append(carryover.sentence(s.carryover, ratio_words(s.info)))
     return lines
 
@@ -196,8 +227,10 @@ DESIGN_ANALYSIS = {
     "aa-control": "paired plus the reference twice per round; the reference's value is the "
     "geometric mean of its 2 runs",
     "interleaved": "both servers up, slices in turns; per-round ratios of each variant's "
-    "slices (total transactions / total seconds); each server's checkpoint timer ran while "
-    "the other was driven, so per-transaction WAL and full-page images are not a lone run's",
+    "slices (total transactions / total seconds); storage slots swapped every two rounds; "
+    'with checkpoint "free" each server\'s checkpoint timer ran while the other was driven '
+    '(per-transaction WAL and full-page images are not a lone run\'s), with "aligned" both '
+    "windows start at a CHECKPOINT and span the same driven seconds",
 }
 
 
@@ -206,7 +239,7 @@ def _table(rows: list[Row], columns: tuple[str, ...]) -> Table:
     for col in columns:
         table.add_column(col, justify="left" if col in LEFT else "right")
     for row in rows:
-        table.add_row(*(row.cells[col] for col in columns))
+        table.add_row(*(Text(control_escaped(row.cells[col])) for col in columns))
     return table
 
 
@@ -219,7 +252,8 @@ def _natural_width(console: Console, table: Table) -> int:
 def _print_block(console: Console, row: Row, is_reference: bool) -> None:
     """One variant as lines of `name  value`: fits any width without cutting a number."""
     c = row.cells
-    console.print(Text(row.label + (" (reference)" if is_reference else ""), style="bold"))
+    label = control_escaped(row.label) + (" (reference)" if is_reference else "")
+    console.print(Text(label, style="bold"))
     lines = [
         (N, f"{c[N]}, failed {c[FAILED]}"),
         (MEAN, c[MEAN]),

@@ -26,6 +26,7 @@ FLAGS = {
         f"a power of two from 1 to 64: one of {', '.join(map(str, WAL_BLOCK_SIZES_KB))} (kB)",
     ),
     "segsize_gb": ("--segsize-gb", f"one of {', '.join(map(str, SEGSIZES_GB))} (GB)"),
+    "layout_seed": ("--layout-seed", "a whole number from 1 to 2147483647"),
 }
 
 
@@ -59,6 +60,9 @@ def _progress(message: str) -> None:
 @click.option("--patch", "patches", multiple=True, help="patch file (-p1), applied in order")
 @click.option("--configure-arg", "configure_args", multiple=True,
               help="extra argument for configure (repeatable)")  # fmt: skip
+@click.option("--layout-seed", type=int, default=None,
+              help="a layout variant: the backend linked in an order drawn from this seed "
+                   "(same geometry and flags, code at other addresses)")  # fmt: skip
 def build_command(
     pg: str,
     block_size_kb: int,
@@ -67,6 +71,7 @@ def build_command(
     source: str,
     patches: tuple[str, ...],
     configure_args: tuple[str, ...],
+    layout_seed: int | None,
 ) -> None:
     """Build PostgreSQL at a page and WAL block size (cached by key, verified)."""
     from blocklab.postgres import build
@@ -81,6 +86,7 @@ def build_command(
         wal_block_size_kb=wal_block_size_kb,
         segsize_gb=segsize_gb,
         configure_args=configure_args,
+        layout_seed=layout_seed,
     )
     build.validate(req)
     paths = Paths.from_env()
@@ -96,6 +102,7 @@ def build_command(
         f"{inst.segsize_gb} GB segments"
     )
     click.echo(f"features {features_label(inst)}")
+    click.echo(f"layout  {layout_label(inst)}")
 
 
 def features_label(inst: Installation) -> str:
@@ -104,6 +111,12 @@ def features_label(inst: Installation) -> str:
     if inst.features is None:
         return "?"
     return " ".join(inst.features) or "none"
+
+
+def layout_label(inst: Installation) -> str:
+    """ "link order seed N" for a layout variant, "ordinary link" otherwise."""
+    seed = inst.manifest.get("layout_seed")
+    return f"link order seed {seed}" if seed is not None else "ordinary link"
 
 
 def _builds_table(builds: list[Installation]) -> None:
@@ -116,6 +129,7 @@ def _builds_table(builds: list[Installation]) -> None:
     table.add_column("page/WAL/seg", no_wrap=True)
     table.add_column("patches")
     table.add_column("features")
+    table.add_column("layout")
     table.add_column("size", justify="right")
     table.add_column("built (UTC)")
     for b in builds:
@@ -126,6 +140,7 @@ def _builds_table(builds: list[Installation]) -> None:
             f"{b.block_size_bytes // 1024}k/{b.wal_block_size_bytes // 1024}k/{b.segsize_gb}G",
             ", ".join(patches) or "-",
             features_label(b),
+            layout_label(b),
             fmt_bytes(int(b.manifest.get("size_bytes", 0))),
             str(b.manifest.get("created_at", ""))[:16].replace("T", " "),
         )

@@ -9,12 +9,13 @@ import click
 
 from blocklab.commands.options import (
     RunFlags,
-    allow_commands_option,
+    allow_options,
     check_max_rounds,
     experiment_options,
+    granted,
     results_option,
 )
-from blocklab.console import console
+from blocklab.console import console, user_text
 from blocklab.errors import UserError
 
 if TYPE_CHECKING:
@@ -169,6 +170,19 @@ def _queue_jobs(target: PgTarget, sub: Submission, done: dict[str, set[int]]) ->
     return control.submit(target, jobs)
 
 
+def _print_asked(exp: Experiment) -> None:
+    """What the queued experiment asks of each agent's owner (the trust boundary)."""
+    from blocklab.experiment_file import trust
+
+    classes = sorted({r.cls for r in trust.requests(exp, None)})
+    if classes:
+        console().print(
+            f"its agents need --allow {','.join(classes)} (a job asks; the agent's owner "
+            "grants: docs/RELIABILITY.md)",
+            highlight=False,
+        )
+
+
 def _print_submitted(
     exp: Experiment,
     names: list[str],
@@ -196,8 +210,9 @@ def _print_submitted(
     )
     for h in exp.host_variants:
         if h in names:
-            shown = ", ".join(v.label or v.variant_id for v in exp.variants_on(h))
+            shown = ", ".join(user_text(v.label or v.variant_id) for v in exp.variants_on(h))
             out.print(f"  {h}: {shown}", highlight=False)
+    _print_asked(exp)
     out.print(f"Results: {target.display}", highlight=False)
     out.print("Next, on each host: blocklab agent --host NAME · then: blocklab fleet status")
 
@@ -229,13 +244,13 @@ def status_cmd(results: str | None, experiment: str | None) -> None:
     from rich.table import Table
 
     from blocklab.fleet import queue
-    from blocklab.fleet.status import command_settings_asked, fleet_status, fmt_eta
+    from blocklab.fleet.status import fleet_status, fmt_eta, trust_asked
 
     _, target = _target(results)
     queue.require_installed(target)
     with queue.connect(target) as conn:
         rows = fleet_status(conn, experiment)
-        asked = command_settings_asked(conn, [s.experiment for s in rows])
+        asked = trust_asked(conn, [s.experiment for s in rows])
     out = console()
     table = Table(title=f"fleet jobs in {target.display}")
     for col in (
@@ -267,7 +282,7 @@ def status_cmd(results: str | None, experiment: str | None) -> None:
     out.print(table)
     for s in rows:
         for f in s.failures:
-            out.print(f"failed on {s.host} ({s.experiment}) {f}", highlight=False)
+            out.print(f"failed on {s.host} ({s.experiment}) {user_text(f)}", highlight=False)
         if s.vanished:
             out.print(
                 f"host {s.host} has vanished with {s.remaining} jobs left: "
@@ -276,8 +291,8 @@ def status_cmd(results: str | None, experiment: str | None) -> None:
             )
     for name, names in asked.items():
         out.print(
-            f"experiment {name} asks for settings that run commands or load libraries: "
-            f"{', '.join(names)} (its agents need --allow-command-settings)",
+            f"experiment {name} asks for what an agent's owner must allow: its agents need "
+            f"--allow {','.join(names)}",
             highlight=False,
         )
     if not rows:
@@ -349,9 +364,13 @@ def move_cmd(src: str, dst: str, results: str | None, experiment: str | None) ->
 @click.option("--host", "host", required=True, help="this host's name in the fleet")
 @results_option
 @click.option("--until-idle", is_flag=True, help="stop when the host's queue is empty")
-@allow_commands_option
+@allow_options
 def agent_cmd(
-    host: str, results: str | None, until_idle: bool, allow_command_settings: bool
+    host: str,
+    results: str | None,
+    until_idle: bool,
+    allow: tuple[str, ...],
+    allow_command_settings: bool,
 ) -> None:
     """Run this host's fleet jobs, one at a time, until stopped (SIGINT/SIGTERM let the
     current job finish)."""
@@ -360,6 +379,7 @@ def agent_cmd(
     from blocklab.paths import Paths
 
     check_host(host)
+    grant = granted(allow, allow_command_settings)
     spec, target = _target(results)
     err = console(stderr=True)
     err.print(f"agent {host}: results and queue in {target.display}", highlight=False)
@@ -368,7 +388,7 @@ def agent_cmd(
 
     open_home(paths, lambda m: err.print(m, highlight=False))  # before the first job
     agent = Agent(host, target, spec, paths, lambda m: err.print(m, highlight=False))
-    agent.allow_command_settings = allow_command_settings
+    agent.granted = grant
     agent.serve(until_idle=until_idle)
     err.print(f"agent {host}: {agent.jobs_done} jobs done", highlight=False)
 

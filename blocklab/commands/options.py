@@ -49,12 +49,37 @@ def choice_option(flag: str, choices: Sequence[str], default: str, help: str) ->
     )
 
 
-allow_commands_option = click.option(
-    "--allow-command-settings",
-    is_flag=True,
-    help="allow settings that run shell commands or load libraries (archive_command, "
-    "shared_preload_libraries, ...) when the experiment sets [experiment] allow_commands = true",
-)
+# the classes of blocklab.experiment_file.trust.CLASSES, named here so that --help does
+# not load the experiment models (a test keeps the two lists equal)
+ALLOW_CLASSES = ("commands", "files", "builds", "scripts", "devices", "paths")
+
+
+def allow_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--allow CLASS[,CLASS] (the owner's grant, blocklab.experiment_file.trust) and
+    --allow-command-settings, the older name of --allow commands; the command reads them
+    with `granted(allow, allow_command_settings)`."""
+    f = click.option(
+        "--allow-command-settings",
+        is_flag=True,
+        help="the same as --allow commands",
+    )(f)
+    return click.option(
+        "--allow",
+        "allow",
+        multiple=True,
+        metavar="CLASS[,CLASS]",
+        help="what this machine's owner lets an experiment do (refused otherwise, exit 2): "
+        + ", ".join(ALLOW_CLASSES)
+        + " or all (docs/RELIABILITY.md, the trust boundary)",
+    )(f)
+
+
+def granted(allow: Sequence[str], allow_command_settings: bool) -> frozenset[str]:
+    """The classes --allow (and --allow-command-settings) grant; UserError for a typo."""
+    from blocklab.experiment_file.trust import parse_allow
+
+    return parse_allow([*allow, *(["commands"] if allow_command_settings else [])])
+
 
 OVERRIDE_HELP = " (with FILE: replaces a fixed matrix value; stored as another experiment)"
 
@@ -224,3 +249,15 @@ class RunFlags:
             "max_rounds": self.max_rounds if self.max_rounds is not None else exp.max_rounds,
             "time_budget_s": budget_s if budget_s is not None else exp.time_budget_s,
         }
+
+
+def check_trust(exp: Experiment, grant: frozenset[str], file: Path | None, who: str) -> None:
+    """The owner's grant against what the experiment asks for (UserError after the file's
+    name, as a parse error is): paths are judged against the file's directory."""
+    from blocklab.experiment_file import trust
+
+    base = Path.cwd() if file is None else file.resolve().parent  # None: an agent's job
+    try:
+        trust.check(exp, grant, base, who=who)
+    except UserError as e:
+        raise UserError(f"{file}: {e}" if file is not None else str(e)) from e

@@ -14,8 +14,15 @@ from rich.table import Table
 
 from blocklab import experiment_file as spec
 from blocklab.commands import plan_view
-from blocklab.commands.options import RunFlags, results_option, run_options
-from blocklab.console import console
+from blocklab.commands.options import (
+    RunFlags,
+    allow_options,
+    check_trust,
+    granted,
+    results_option,
+    run_options,
+)
+from blocklab.console import console, user_text
 from blocklab.errors import BlocklabError, UserError
 from blocklab.execution import cycles, preflight
 from blocklab.execution import plan as planning
@@ -72,6 +79,23 @@ def catalogue_lookup(installs: dict[str, Installation]) -> CatalogueOf:
     return lambda req: of(_request_key(req))
 
 
+def check_known_settings(exp: spec.Experiment, catalogue_of: CatalogueOf) -> None:
+    """Every variant's settings against its build's own catalogue, where the build is
+    cached (blocklab.postgres.settings_check): a UserError after the file's name."""
+    from blocklab.postgres import settings_check
+
+    for v in exp.variants():
+        cat = catalogue_of(v.build)
+        if cat is None:
+            continue
+        try:
+            settings_check.check(
+                dict(v.settings), cat, f"PostgreSQL {cat.version or v.build.pg}, build {cat.key}"
+            )
+        except UserError as e:
+            raise UserError(f"{exp.source}: {e}" if exp.source else str(e)) from e
+
+
 @click.command("plan")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @results_option
@@ -81,6 +105,7 @@ def catalogue_lookup(installs: dict[str, Installation]) -> CatalogueOf:
     type=int,
     help="run a pilot of N rounds (stored as EXPERIMENT-pilot) to measure the noise",
 )
+@allow_options
 def plan_command(
     file: Path | None,
     results: str | None,
@@ -93,6 +118,8 @@ def plan_command(
     time_budget: str | None,
     cycles: int | None,
     pilot: int | None,
+    allow: tuple[str, ...],
+    allow_command_settings: bool,
 ) -> None:
     """Show what `blocklab run FILE` with the same flags would do: variants, builds,
     datasets, runs, the order of the first round, an ETA, and what the planned rounds can
@@ -103,18 +130,22 @@ def plan_command(
     flags.check()
     if pilot is not None and not 2 <= pilot <= 50:
         raise UserError(f"--pilot: rounds between 2 and 50 (got {pilot})")
+    grant = granted(allow, allow_command_settings)
     loaded = flags.load(file)
     exp = loaded.model_copy(update=flags.stopping(loaded))  # what `run` would stop by
+    check_trust(exp, grant, file, "blocklab run")
     paths = Paths.from_env()
     preflight.check_machine(exp, paths)
     from blocklab.store.factory import check_results
 
     check_results(results)
     installs = cached_installations()
+    catalogue_of = catalogue_lookup(installs)
+    check_known_settings(exp, catalogue_of)
     p = planning.describe(exp, cached=lambda req: _request_key(req) in installs)
     out = console()
     stored = plan_view.stored_runs(exp, results)
-    render(p, out, catalogue_of=catalogue_lookup(installs), stored=stored)
+    render(p, out, catalogue_of=catalogue_of, stored=stored)
     pilot_name = _run_pilot(exp, paths, results, pilot) if pilot else None
     render_precision(p, out, _noise(exp, results, pilot_name), exp.until_ci_pct)
 
@@ -160,12 +191,13 @@ def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) 
     target = until_ci if until_ci is not None else exp.until_ci_pct
     sigma = found.noise.sigma_log
     f = precision.forecast(sigma, rounds, p.seconds_per_round, target)
-    assured = assurance.assured_half_width_pct(sigma, rounds)
+    assured = assurance.assured_half_width_pct(sigma, rounds, noise_df=found.honest_df)
     out.print(
         f"[bold]precision:[/bold] noise {fmt_number(found.noise.sigma_pct)} % per round "
         f"from {found.source} (stdev of the per-round log ratios); at {rounds} rounds the "
         f"95 % CI half-width is about ±{fmt_number(f.ci_half_width_pct)} % (±"
-        f"{fmt_number(assured)} % or narrower with {assurance.ASSURANCE * 100:g} % probability) "
+        f"{fmt_number(assured)} % or narrower with {assurance.ASSURANCE * 100:g} % probability, "
+        f"counting the noise estimate's own uncertainty) "
         f"and the minimum detectable effect (power 80 %) {fmt_number(f.mde_pct)} %",
         highlight=False,
     )
@@ -175,8 +207,41 @@ def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) 
             f"runs design {exp.run_design.kind}: its noise per round may differ",
             highlight=False,
         )
+    out.print(_noise_df_line(found), highlight=False)
+    out.print(_equivalence_line(exp, sigma), highlight=False, markup=False)
     if target is not None:
-        _render_target(exp, out, assurance.plan_target(sigma, target, p.seconds_per_round))
+        t = assurance.plan_target(sigma, target, p.seconds_per_round, found.honest_df)
+        _render_target(exp, out, t)
+
+
+def _noise_df_line(found: Any) -> str:
+    """How well the noise is known: its honest df and how far above it sigma may be."""
+    from blocklab.analysis import assurance
+
+    df = found.honest_df
+    factor = assurance.sigma_upper_factor(df)
+    word = "wide" if factor >= 1.5 else "rough" if factor >= 1.2 else "fair"
+    return (
+        f"noise from {found.rounds} rounds ({df} df): {word}; the true noise may be up to "
+        f"{fmt_number(factor)} x that ({assurance.ASSURANCE * 100:g} % upper bound): the "
+        f"rounds below count it"
+    )
+
+
+def _equivalence_line(exp: spec.Experiment, sigma: float) -> str:
+    """The rounds that show "equal within ±X %" (TOST, 80 % power) if the variants are
+    truly equal, and the rounds at which any outcome is a verdict (80 % assurance)."""
+    from blocklab.analysis import equivalence, precision, stats
+
+    x = exp.equivalence_pct or stats.EQUIVALENCE_PCT
+    more = f"more than {precision.MAX_ROUNDS}"
+    show = equivalence.rounds_to_show_equal(sigma, x)
+    decide = equivalence.rounds_to_decide(sigma, x)
+    return (
+        f"equal within ±{x:g} % ([experiment] equivalence): {show or more} rounds show it "
+        f"with 80 % probability if the variants are truly equal; with {decide or more} "
+        "rounds any outcome is a verdict (faster, slower or equal) with 80 % probability"
+    )
 
 
 def _render_target(exp: spec.Experiment, out: Console, t: TargetPlan) -> None:
@@ -197,10 +262,11 @@ def _render_target(exp: spec.Experiment, out: Console, t: TargetPlan) -> None:
         return
     line = (
         f"±{t.target_pct:g} % needs {t.rounds_assured} rounds to be reached with 80 % "
-        f"probability ({format_duration(t.seconds_assured)} of runs; {t.rounds_expected} "
-        f"rounds reach it about half the time); {power_line}"
+        f"probability ({format_duration(t.seconds_assured)} of runs; {_if_exact(t)}"
+        f"{t.rounds_expected} rounds reach it about half the time); {power_line}"
     )
     cap = exp.max_rounds or planning.default_max_rounds(exp.rounds)
+    line += _until_ci_floor(exp, t)
     budget = exp.time_budget_s
     if t.rounds_assured > cap or (budget is not None and t.seconds_assured > budget):
         line += (
@@ -211,6 +277,23 @@ def _render_target(exp: spec.Experiment, out: Console, t: TargetPlan) -> None:
     out.print(line, highlight=False)
 
 
+def _if_exact(t: TargetPlan) -> str:
+    if t.noise_df is None or t.rounds_if_exact is None:
+        return ""
+    return f"{t.rounds_if_exact} rounds were the noise exact; "
+
+
+def _until_ci_floor(exp: spec.Experiment, t: TargetPlan) -> str:
+    """What --until-ci runs at least (blocklab.analysis.stopping's floor)."""
+    from blocklab.analysis import stopping
+
+    first = stopping.first_stage(exp.rounds)
+    return (
+        f"; --until-ci {t.target_pct:g} runs the rounds its first {first} rounds' noise "
+        f"plans, at least {stopping.floor(first)}"
+    )
+
+
 COMMANDS: list[click.Command] = [plan_command]
 
 
@@ -218,11 +301,11 @@ def render(
     p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: None, stored: int = 0
 ) -> None:
     exp = p.experiment
-    console.print(f"[bold]{exp.name}[/bold]  {exp.description}")
+    console.print(f"[bold]{exp.name}[/bold]  {user_text(exp.description)}")
     console.print(f"stored as experiment '{exp.name}'", highlight=False)
     console.print(
         f"seed {exp.seed} · {exp.rounds} rounds · settings policy {exp.settings_policy}"
-        + (f" · source {exp.source}" if exp.source else "")
+        + (f" · source {user_text(exp.source)}" if exp.source else "")
     )
     console.print(_variants_table(p))
     plan_view.render_run(p, console)
@@ -231,11 +314,11 @@ def render(
         console.print(
             f"[yellow]note[/yellow] settings that run commands or load libraries: "
             f"{', '.join(exp.command_settings())}; `run` and `agent` need "
-            "--allow-command-settings",
+            "--allow commands",
             highlight=False,
         )
     _counts(p, console, stored)
-    console.print("[bold]round 1 order:[/bold] " + " → ".join(p.first_round))
+    console.print("[bold]round 1 order:[/bold] " + " → ".join(map(user_text, p.first_round)))
     console.print(p.order_note, highlight=False)
     console.print(p.footprint_line(), highlight=False, markup=False)
     window = cycles.window_line(exp)
@@ -243,7 +326,7 @@ def render(
         console.print(window, highlight=False, markup=False)
     _eta(p, console, stored)
     for host in exp.host_variants:  # [fleet.hosts]: what `fleet submit` gives each host
-        shown = ", ".join(v.label or v.variant_id for v in exp.variants_on(host))
+        shown = ", ".join(user_text(v.label or v.variant_id) for v in exp.variants_on(host))
         console.print(f"[bold]fleet host {host}:[/bold] {shown}", highlight=False)
 
 
@@ -259,8 +342,11 @@ def _variants_table(p: Plan) -> Table:
     for v in p.variants:
         dims = exp.dims(v)
         ref = exp.reference_for(v)
-        compared = "[bold]reference[/bold]" if ref == v.variant_id else exp.variant(ref).label
-        table.add_row(v.label, *(str(dims.get(k, "")) for k in dim_keys), compared, v.variant_id)
+        compared = (
+            "[bold]reference[/bold]" if ref == v.variant_id else user_text(exp.variant(ref).label)
+        )
+        cells = (user_text(dims.get(k, "")) for k in dim_keys)
+        table.add_row(user_text(v.label), *cells, compared, v.variant_id)
     return table
 
 
@@ -275,20 +361,20 @@ def _settings_table(p: Plan, console: Console, catalogue_of: CatalogueOf) -> Non
     differ = [n for n in names if n not in same]
     title = f"settings written (policy {exp.settings_policy})"
     if same:
-        shared = ", ".join(f"{n}={values[n][0]}" for n in same)
+        shared = ", ".join(f"{n}={user_text(values[n][0])}" for n in same)
         console.print(f"[bold]{title}, same in every variant:[/bold] {shared}")
     unknown = [v.label for v in p.variants if found[v.variant_id] is None]
     if differ:
         console.print(_differing(p, {n: values[n] for n in differ}, unknown, title))
     if unknown:
         console.print(
-            f"[yellow]known after build[/yellow] {', '.join(unknown)}: settings shown as "
-            "written; the bytes policy reads which settings count pages, with their defaults "
-            "and limits, from the pg_settings of the variant's build and its reference's"
+            f"[yellow]known after build[/yellow] {user_text(', '.join(unknown))}: settings "
+            "shown as written; the bytes policy reads which settings count pages, with their "
+            "defaults and limits, from the pg_settings of the variant's build and its reference's"
         )
     for v in p.variants:
         for note in conv[v.variant_id].notes:
-            console.print(f"[yellow]note[/yellow] {v.label}: {note}")
+            console.print(f"[yellow]note[/yellow] {user_text(v.label)}: {user_text(note)}")
 
 
 def _differing(p: Plan, values: dict[str, list[str]], unknown: list[str], title: str) -> Table:
@@ -297,10 +383,10 @@ def _differing(p: Plan, values: dict[str, list[str]], unknown: list[str], title:
     table = Table(title=f"{title}, differing", caption=caption)
     table.add_column("setting")
     for v in p.variants:
-        table.add_column(v.label, justify="right", overflow="fold")
+        table.add_column(user_text(v.label), justify="right", overflow="fold")
     for name, row in values.items():
         blank = ["?" if v.label in unknown else "" for v in p.variants]
-        table.add_row(name, *(value or blank[i] for i, value in enumerate(row)))
+        table.add_row(name, *(user_text(value) or blank[i] for i, value in enumerate(row)))
     return table
 
 

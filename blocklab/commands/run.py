@@ -13,7 +13,9 @@ from rich.console import Console
 
 from blocklab.commands.options import (
     RunFlags,
-    allow_commands_option,
+    allow_options,
+    check_trust,
+    granted,
     results_option,
     run_options,
 )
@@ -38,7 +40,7 @@ def _paths() -> Paths:
 @results_option
 @run_options
 @click.option("--quiet", "-q", is_flag=True, help="one line per run instead of a progress bar")
-@allow_commands_option
+@allow_options
 def run_cmd(
     file: Path | None,
     results: str | None,
@@ -51,11 +53,13 @@ def run_cmd(
     time_budget: str | None,
     cycles: int | None,
     quiet: bool,
+    allow: tuple[str, ...],
     allow_command_settings: bool,
 ) -> None:
     """Run an experiment file, or the built-in demo (4 kB vs 8 kB pages) without one."""
     flags = RunFlags(rounds, duration, scale, clients, until_ci, max_rounds, time_budget, cycles)
     flags.check()
+    grant = granted(allow, allow_command_settings)
     if file is not None and not file.is_file():
         raise UserError(f"FILE: no experiment file at {file}")
     from blocklab.execution.experiment import StoppingRule
@@ -67,8 +71,11 @@ def run_cmd(
     check_results(results)
     exp = flags.load(file)
     stopping = flags.stopping(exp)
-    exp.check_commands_allowed(allow_command_settings)
+    check_trust(exp, grant, file, "blocklab run")
     check_machine(exp, paths)
+    from blocklab.commands.plan import cached_installations, catalogue_lookup, check_known_settings
+
+    check_known_settings(exp, catalogue_lookup(cached_installations()))
     # before anything starts: a home made by `mktemp -d` (0700) fails the build's check
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
     rule = StoppingRule(rounds=exp.rounds, **stopping)
@@ -79,8 +86,8 @@ def run_cmd(
 
 
 def _print_results(name: str, results: str | None, end_reason: str, init_s: list[float]) -> None:
-    """The summary, the plans, and last the A/A verdict of an aa-control experiment."""
-    from blocklab.analysis.aa import aa_sentence
+    """The summary, the plans, and last the answer (blocklab.analysis.first_screen)."""
+    from blocklab.analysis.first_screen import print_first_screen
     from blocklab.analysis.query_summary import summarize_queries
     from blocklab.analysis.query_table import print_queries
     from blocklab.analysis.summary import restore_note, summarize_experiment
@@ -90,7 +97,7 @@ def _print_results(name: str, results: str | None, end_reason: str, init_s: list
     out = console()
     with open_results(results) as db:
         summary = summarize_experiment(db, name)
-        print_summary(out, summary)
+        print_summary(out, summary, answer=False)  # the answer comes last, below
         queries = summarize_queries(db, name)
         if queries is not None:  # the plans side by side: blocklab summary
             print_queries(out, queries, diffs=False)
@@ -98,8 +105,8 @@ def _print_results(name: str, results: str | None, end_reason: str, init_s: list
         where = db.location
     out.print(f"\n{end_reason}. Results: {where} (experiment '{name}').")
     out.print("Next: blocklab summary · blocklab report · blocklab export --csv DIR")
-    if summary.aa is not None:  # the last line: whether this machine can show a difference
-        out.print(aa_sentence(summary.aa), highlight=False)
+    out.print()
+    print_first_screen(out, summary)  # the last lines: the answer, with the A/A check
 
 
 def _execute(

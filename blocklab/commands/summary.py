@@ -23,8 +23,15 @@ if TYPE_CHECKING:
     show_default=True,
     help="tps, latency_avg_ms, or a derived metric such as wal_bytes_per_xact",
 )
-def summary_cmd(experiment: str | None, results: str | None, metric: str) -> None:
-    """The table: n, mean ± stdev, min, median, max, CI and gain against the reference."""
+@click.option(
+    "--all",
+    "everything",
+    is_flag=True,
+    help="every side metric, the A/A floor and the metrics that are 0 in both or constant",
+)
+def summary_cmd(experiment: str | None, results: str | None, metric: str, everything: bool) -> None:
+    """The answer first (a verdict per comparison, key side metrics, checks), then the
+    table: n, mean ± stdev, min, median, max, CI and gain against the reference."""
     from blocklab.analysis.changed_metrics import print_changed
     from blocklab.analysis.query_summary import summarize_queries
     from blocklab.analysis.query_table import print_queries
@@ -43,9 +50,9 @@ def summary_cmd(experiment: str | None, results: str | None, metric: str) -> Non
             for host, summary in by_host:
                 if len(by_host) > 1:  # a fleet: one table per host, never paired across
                     summary.name = f"{name} @ host {host}"
-                print_summary(out, summary)
+                print_summary(out, summary, everything=everything)
                 if metric == "tps":
-                    print_changed(out, db, name, host)
+                    print_changed(out, db, name, host, everything=everything)
             queries = summarize_queries(db, name)
             if queries is not None:
                 print_queries(out, queries)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from blocklab import faults
-from blocklab.analysis import precision
+from blocklab.analysis import precision, stopping
 from blocklab.analysis.summary import ExperimentSummary, summarize_experiment
 from blocklab.execution import orders
 from blocklab.execution.run_record import failed_without_running
@@ -193,24 +193,26 @@ class Loop:
         return self._adaptive(rule, round_no, done)
 
     def _adaptive(self, rule: StoppingRule, round_no: int, done: set[RunKey]) -> Outcome:
+        """Rounds until blocklab.analysis.stopping.decide stops (Stein's two-stage rule:
+        the rounds planned from the first stage's noise), the budget runs out, or the
+        target is out of the budget's reach."""
         assert rule.until_ci_pct is not None
         max_rounds = rule.max_rounds or max(rule.rounds * 4, 20)
+        first = stopping.first_stage(rule.rounds)
         while True:
             summary = summarize_experiment(self.db, self.exp.name, host=self.host)
             width = summary.max_ci_half_width_pct()
-            if width is not None and width <= rule.until_ci_pct:
-                return self._finish(
-                    round_no,
-                    f"every CI half-width <= {rule.until_ci_pct:g} % (widest {width:.2f} %)",
-                )
-            if round_no >= max_rounds:
-                return self._finish(
-                    round_no,
-                    f"max rounds reached ({max_rounds}); widest CI "
-                    f"half-width {_fmt_pct(width)} > {rule.until_ci_pct:g} %",
-                )
+            decision = stopping.decide(
+                summary.log_ratios(),
+                width,
+                rule.until_ci_pct,
+                first=first,
+                max_rounds=max_rounds,
+            )
+            if decision.stop or round_no >= max_rounds:
+                return self._finish(round_no, decision.reason)
             reach = self._reachability(summary, rule, max_rounds, round_no)
-            if reach is not None and not reach.reachable:
+            if reach is not None and not reach.reachable and round_no >= first:
                 return self._finish(
                     round_no,
                     f"stopped early: the budget cannot reach a CI half-width of "
@@ -219,8 +221,8 @@ class Loop:
             if self._over_budget(rule):
                 return self._finish(
                     round_no,
-                    f"time budget reached; widest CI half-width "
-                    f"{_fmt_pct(width)} > {rule.until_ci_pct:g} %",
+                    f"time budget reached; widest CI half-width {_fmt_pct(width)} "
+                    f"(target {rule.until_ci_pct:g} %)",
                 )
             round_no += 1
             self.progress.grow(self.runs_per_round())

@@ -1,12 +1,19 @@
 """One round of the interleaved design: both variants' servers up at once, short slices.
 
-Per round each of the two variants gets a storage of its own, of the kind it asks for
-(Lab.own_target: the same build, dataset snapshot and settings as its ordinary runs).
-Each server in turn: restore the dataset, write the settings, start, the driver's
-prepare SQL, CHECKPOINT, one unmeasured warm-up slice of the matrix's warmup seconds.
-Then 2 x `slices` measured slices of `slice_s` seconds alternate between the two servers
-in the Thue-Morse order (blocklab.execution.orders.round_slices: A B B A B A A B ...; the
-round's first variant alternates from round to round), and both servers stop in `finally`.
+Per round each of the two variants gets one of two storage slots, of the kind it asks
+for (Lab.own_target: the same build, dataset snapshot and settings as its ordinary runs);
+the variants swap slots every two rounds (blocklab.execution.orders.storage_slots: each
+variant on each slot twice in every 4 rounds, once first and once second), so a bias of
+one slot (its storage, its server) is balanced out of the comparison and estimated by
+the slot A/A (blocklab.analysis.interleaved_checks.slot_aa). Each server in turn:
+restore the dataset, write the settings, start, the driver's prepare SQL, CHECKPOINT, one
+unmeasured warm-up slice of the matrix's warmup seconds. With design.checkpoint
+"aligned" each server gets checkpoint_timeout 1d and a CHECKPOINT right before the first
+measured slice, so both windows start at a checkpoint of their own and span the same
+driven seconds. Then 2 x `slices` measured slices of `slice_s` seconds alternate between
+the two servers in the Thue-Morse order (blocklab.execution.orders.round_slices: A B B A
+B A A B ...; the round's first variant alternates from round to round), and both servers
+stop in `finally`.
 
 A variant's round is ONE record (position: its first slice's, 0 or 1; copy 0), so the
 analysis treats the round as a paired one: ok only when every one of its slices gave a
@@ -18,7 +25,10 @@ directory (`sNNN.stdout` ...) with `slices.csv` (position, variant_id, transacti
 seconds, tps), and the server's log of the round as `server.log`. An ok record also carries
 its slices' A/A halves and carry-over (`slice_metrics`: aa_tps_half0/1 when its slices are a
 multiple of 4, tps_after_switch/_repeat), which the summary turns into the design's own
-A/A verdict and carry-over estimate (blocklab.analysis.interleaved_checks).
+A/A verdict and carry-over estimate (blocklab.analysis.interleaved_checks); every record
+carries its `storage_slot` (metric and provenance) and the checkpoints its server took on
+its own trigger inside the window (`interleaved_unplanned_checkpoints`: time, or WAL when
+max_wal_size is reached; 0 is what aligned checkpoints promise).
 
 Probes: each server is bracketed by the instrumentation (blocklab.probes) from before the
 first measured slice to after the last, with no device: only server-level metrics are kept
@@ -27,11 +37,11 @@ are the 1 Hz series (the window holds the other server's slices). Both servers s
 machine and usually one device, so device-level metrics could not be told apart: the
 record's provenance says `interleaved: device metrics not attributable`.
 
-Caveats (docs/PRECISION.md): each server's checkpoint timer runs in wall-clock time while
-it is driven about half of it, so per-transaction WAL and full-page images are not those
-of a run alone; a slice right after a switch of server ran 3.5 % faster in the bench than
-one right after a repeat, which the Thue-Morse balance cancels when both variants gain
-alike.
+Caveats (docs/PRECISION.md): with checkpoint "free" each server's checkpoint timer runs
+in wall-clock time while it is driven about half of it, so per-transaction WAL and
+full-page images are not those of a run alone ("aligned" removes this); a slice right
+after a switch of server ran 3.5 % faster in the bench than one right after a repeat,
+which the Thue-Morse balance cancels when both variants gain alike.
 """
 
 from __future__ import annotations
@@ -49,25 +59,27 @@ from blocklab.errors import BlocklabError, UserError
 from blocklab.execution import orders, runner
 from blocklab.execution.run_state import RunLabel, RunTarget
 from blocklab.execution.runner import Instrumentation, InstrumentationFactory
-from blocklab.experiment_file.design import RunDesign
+from blocklab.experiment_file.design import ALIGNED_CHECKPOINT_TIMEOUT, RunDesign
 from blocklab.model import Variant
 from blocklab.postgres.cluster import ServerStartError
 from blocklab.store import RunRecord
 from blocklab.timestamps import now_iso
 from blocklab.workloads import dataset
-from blocklab.workloads.base import endpoint
+from blocklab.workloads.base import run_endpoint
 from blocklab.workloads.execution import execute
 
 SLICE_GRACE_S = 60
 DEVICE_NOTE = "interleaved: device metrics not attributable"
-HOST_WIDE_PREFIXES = ("host_",)  # metrics of the whole machine: both servers mixed
+HOST_WIDE_PREFIXES = ("host_", "disturbance_")  # the whole machine's: both servers mixed
 SLICES_CSV = "slices.csv"
+UNPLANNED_CHECKPOINTS = "interleaved_unplanned_checkpoints"
+UNPLANNED_TRIGGERS = ("time", "wal")
 
 
 class OwnServers(Protocol):
     """What a round needs of the lab (blocklab.execution.lab.Lab)."""
 
-    def own_target(self, variant: Variant) -> RunTarget: ...
+    def own_target(self, variant: Variant, slot: int) -> RunTarget: ...
 
 
 # -- pure ----------------------------------------------------------------------------------
@@ -198,6 +210,26 @@ class Server:
     metrics: dict[str, float | None] = field(default_factory=dict)
     checkpoints: list[Any] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    slot: int = 0  # the storage slot of the round (blocklab.execution.orders.storage_slots)
+    aligned: bool = False  # design.checkpoint "aligned": CHECKPOINT before the first slice
+
+
+def written_settings(settings: Mapping[str, str], aligned: bool) -> dict[str, str]:
+    """The settings the server gets: with aligned checkpoints a checkpoint_timeout no
+    round reaches, so blocklab's CHECKPOINTs are the only ones of a time trigger."""
+    if not aligned:
+        return dict(settings)
+    return {**settings, "checkpoint_timeout": ALIGNED_CHECKPOINT_TIMEOUT}
+
+
+def unplanned_checkpoints(checkpoints: Sequence[Mapping[str, Any]]) -> int:
+    """The checkpoints that started inside the measured window on the server's own
+    trigger (time or WAL: max_wal_size reached), not on blocklab's request."""
+    return sum(
+        1
+        for cp in checkpoints
+        if cp.get("started_in_run") and cp.get("trigger") in UNPLANNED_TRIGGERS
+    )
 
 
 def start(server: Server) -> None:
@@ -205,10 +237,12 @@ def start(server: Server) -> None:
     t, c = server.target, server.target.cluster
     c.stop()
     dataset.restore(t.snapshot, c.data_dir, c.wal_dir)
-    c.write_settings(dict(t.settings.settings))
-    server.provenance["settings_written"] = dict(t.settings.settings)
+    written = written_settings(t.settings.settings, server.aligned)
+    c.write_settings(written)
+    server.provenance["settings_written"] = written
     server.log_offset = runner.file_size(c.log_path)
     c.start()
+    dataset.hand_over(c, t.driver)  # a snapshot made before the workload role
     sql = t.driver.prepare_sql(t.variant.workload)
     if sql is not None:
         c.psql(sql)
@@ -219,10 +253,12 @@ def run_slice(server: Server, seconds: int, stem: str, position: int) -> SliceRu
     """One driver execution of -T `seconds` against the server (the runner's command)."""
     t, c = server.target, server.target.cluster
     vid, driver = t.variant.variant_id, t.driver
-    argv = driver.command(c.inst, endpoint(c), t.variant.workload, raw_dir=None, duration_s=seconds)
+    ep = run_endpoint(c, driver)
+    argv = driver.command(c.inst, ep, t.variant.workload, raw_dir=None, duration_s=seconds)
     res = execute(
         argv, server.raw_dir, stem, timeout_s=seconds + SLICE_GRACE_S, server_alive=c.alive
     )
+    server.provenance.update(driver_uid=res.uid, driver_role=ep.user)
     runner.save_output(server.raw_dir, stem, argv, res.exit_code)
     result = driver.parse(res.stdout, res.stderr)
     why = res.ended or driver.verdict(res.exit_code, result, server_alive=c.alive())
@@ -232,14 +268,22 @@ def run_slice(server: Server, seconds: int, stem: str, position: int) -> SliceRu
     return SliceRun(position, vid, xacts, xacts / result.throughput, result.latency_avg_ms)
 
 
-def open_server(lab: OwnServers, v: Variant, raw_dir: Path, warmup_s: int) -> Server:
-    """The variant's own server, started and warmed up; its reason says what failed."""
-    server = Server(target=lab.own_target(v), raw_dir=raw_dir, started_at=now_iso())
+def open_server(lab: OwnServers, v: Variant, raw_dir: Path, *, slot: int, aligned: bool) -> Server:
+    """The variant's server on storage slot `slot`, started and warmed up; its reason
+    says what failed."""
+    server = Server(
+        target=lab.own_target(v, slot),
+        raw_dir=raw_dir,
+        started_at=now_iso(),
+        slot=slot,
+        aligned=aligned,
+    )
     try:
         start(server)
     except ServerStartError as e:
         server.reason = runner.start_failure_reason(e, raw_dir / "server.log")
         return server
+    warmup_s = v.workload.warmup_s
     if warmup_s > 0:
         warm = run_slice(server, warmup_s, "warmup", -1)
         if warm.reason:
@@ -273,6 +317,7 @@ def end_probes(server: Server, mine: Sequence[SliceRun]) -> None:
         return
     server.metrics |= server_metrics(result.metrics)
     server.checkpoints = list(result.checkpoints)
+    server.metrics[UNPLANNED_CHECKPOINTS] = unplanned_checkpoints(server.checkpoints)
     server.provenance["probe_facts"] = dict(result.facts)
     missing = result.missing
     server.provenance["probe_missing"] = (
@@ -312,11 +357,15 @@ def run_round(
     order = orders.round_slices(
         list(by_id), seed=seed, slices=design.slices, round_no=label.round_no
     )
+    slots = orders.storage_slots(list(by_id), seed=seed, round_no=label.round_no)
+    aligned = design.checkpoint == "aligned"
     servers: dict[str, Server] = {}
     slices: list[SliceRun] = []
     try:
         for vid in dict.fromkeys(order):
-            servers[vid] = open_server(lab, by_id[vid], raw_dirs[vid], by_id[vid].workload.warmup_s)
+            servers[vid] = open_server(
+                lab, by_id[vid], raw_dirs[vid], slot=slots[vid], aligned=aligned
+            )
         if not any(s.reason for s in servers.values()):
             slices = _measure(servers, order, design.slice_s, probes, log)
     except UserError:
@@ -341,6 +390,8 @@ def _measure(
     log: Callable[[str], None],
 ) -> list[SliceRun]:
     for s in servers.values():
+        if s.aligned:  # the window of each server starts at a checkpoint of its own
+            s.target.cluster.psql("CHECKPOINT")
         begin_probes(s, probes)
     log(f"interleaved: {len(order)} slices of {slice_s} s")
     t0 = time.monotonic()
@@ -384,7 +435,7 @@ def _record(
         rec.settings = server.settings
         rec.provenance = _provenance(server, len(mine))
         rec.checkpoints = server.checkpoints
-        rec.metrics = dict(server.metrics)
+        rec.metrics = dict(server.metrics) | {checks.STORAGE_SLOT: float(server.slot)}
     if not reason:
         t = totals(mine)
         rec.tps, rec.transactions, rec.latency_avg_ms = t.tps, t.transactions, t.latency_avg_ms
@@ -405,6 +456,8 @@ def _provenance(server: Server, n_slices: int) -> dict[str, Any]:
         **server.provenance,
         "design": "interleaved",
         "notes": [DEVICE_NOTE],
+        "storage_slot": server.slot,
+        "checkpoint": "aligned" if server.aligned else "free",
         "slices": n_slices,
         "driver": t.driver.name,
         "throughput_metric": t.driver.throughput_metric,

@@ -278,13 +278,14 @@ class Lab:
             storage_facts=dict(store.facts),
         )
 
-    def own_target(self, variant: Variant) -> run_state.RunTarget:
-        """The variant's run target on a storage of its own, of the kind it asks for (the
-        same build, dataset snapshot and settings), so that two variants' servers can be
-        up at once (blocklab.execution.interleaved)."""
+    def own_target(self, variant: Variant, slot: int) -> run_state.RunTarget:
+        """The variant's run target on storage slot `slot` (0 or 1) of the kind it asks
+        for (the same build, dataset snapshot and settings), so that two variants' servers
+        can be up at once; the variants swap slots every two rounds
+        (blocklab.execution.interleaved), so a slot is sized for every variant on it."""
         shared = self.prepare(variant)  # the build and the dataset, made once
-        owner = f"own{variant.variant_id[:8]}"
-        needs = sizing.needs_by_storage([variant])[variant.storage]
+        owner = f"slot{slot}"
+        needs = sizing.needs_by_storage([*self._variants, variant])[variant.storage]
         store = self.storage(variant.storage, needs=needs, owner=owner)
         cluster = self.cluster(shared.cluster.inst, variant.storage, store, owner)
         return dataclasses.replace(

@@ -21,7 +21,8 @@ design's first rows under the seeded labelling: `balance_note` says so.
   variant alternates from round to round. Within the round the two servers are driven in
   turns of short slices in the Thue-Morse order (`slice_order`: A B B A B A A B ...), so
   every pair of slices (2k, 2k+1) holds each variant once, and with a multiple of 4
-  slices both variants' mean positions are equal (a drift linear in time cancels).
+  slices both variants' mean positions are equal (a drift linear in time cancels). The
+  two storage slots swap between the variants (`storage_slots`), balanced over 4 rounds.
 
 The design names and what each promises are the experiment file's vocabulary
 (blocklab.experiment_file.design); the analysis that matches each order is
@@ -112,6 +113,22 @@ def round_slices(variant_ids: Sequence[str], *, seed: int, slices: int, round_no
     """interleaved: the round's slices, the two variants labelled by `seed` (as in
     `balanced_order`), so the first slice is the first of the round's `round_slots`."""
     return slice_order(balanced_order(variant_ids, seed, 1), slices, round_no)
+
+
+SLOT_PERIOD = 4  # interleaved: rounds over which first variant and storage slot balance
+
+
+def storage_slots(variant_ids: Sequence[str], *, seed: int, round_no: int) -> dict[str, int]:
+    """interleaved: which of the two storage slots (0, 1) each variant's server gets in
+    round `round_no`. The round's first variant (`round_slices`) alternates every round
+    and holds slot 0 in rounds 1, 4, 5, 8 ... and slot 1 in rounds 2, 3, 6, 7 ..., so in
+    every 4 rounds each variant takes each slot twice, once as the round's first variant
+    and once as its second: a bias of one slot (its storage, its server directory) falls
+    on both variants alike and is estimated from the swap
+    (blocklab.analysis.interleaved_checks.slot_aa)."""
+    first, second = dict.fromkeys(round_slices(variant_ids, seed=seed, slices=2, round_no=round_no))
+    first_slot = ((round_no - 1) // 2 + round_no - 1) % 2
+    return {first: first_slot, second: 1 - first_slot}
 
 
 def runs_per_round(design: str, n_variants: int, n_references: int = 1) -> int:

@@ -37,6 +37,7 @@ from blocklab.probes import Bystander, Device, Instrumentation, ProbeContext
 from blocklab.state import State
 from blocklab.storage.devices import device_for_path
 from blocklab.units import fmt_number
+from blocklab.workloads.execution import run_driver
 from blocklab.workloads.pgbench import parse_report
 
 SETTINGS = {"shared_buffers": "128MB", "max_wal_size": "1GB", "checkpoint_timeout": "5min"}
@@ -189,4 +190,4 @@ def context_for(
 
 def _pgbench(cluster: Cluster, args: list[str]) -> proc.Result:
     argv = [str(cluster.inst.bin("pgbench")), *cluster.conn_args(), *args, "postgres"]
-    return proc.run(argv, timeout_s=3600)
+    return run_driver(argv, timeout_s=3600)

@@ -133,7 +133,9 @@ def _order_note(exp: Experiment, n_variants: int, n_references: int) -> str:
         period = b.positions_period
         note += f"; adaptive rounds stay balanced over every completed period of {period} rounds"
     if exp.run_design.kind == INTERLEAVED:
-        note += "\n" + INTERLEAVED_CHECKPOINT_NOTE
+        aligned = exp.run_design.checkpoint == "aligned"
+        note += "\n" + (INTERLEAVED_ALIGNED_NOTE if aligned else INTERLEAVED_CHECKPOINT_NOTE)
+        note += "\n" + INTERLEAVED_SLOTS_NOTE
     return note
 
 
@@ -142,7 +144,18 @@ INTERLEAVED_CHECKPOINT_NOTE = (
     "checkpoints: each server's checkpoint_timeout runs on while the other server is driven, "
     "so each takes about twice the checkpoints per transaction of a run alone; its WAL and "
     "full-page images per transaction are not a lone run's (compare throughput and latency, "
-    "or set checkpoint_timeout beyond a round)"
+    'or set checkpoint_timeout beyond a round, or [design] checkpoint = "aligned")'
+)
+INTERLEAVED_ALIGNED_NOTE = (
+    "checkpoints: aligned: each server takes a CHECKPOINT right before its first measured "
+    "slice and checkpoint_timeout is 1d, so both servers' WAL and full-page images per "
+    "transaction come from windows that start at a checkpoint and span the same driven "
+    "seconds (a checkpoint the server takes itself, max_wal_size reached, is counted in "
+    "the record)"
+)
+INTERLEAVED_SLOTS_NOTE = (
+    "storage slots: the two variants swap their storage slots every two rounds (each variant "
+    "on each slot equally often over 4 rounds); the design's A/A is slot 1 / slot 0"
 )
 
 

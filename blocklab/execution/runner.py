@@ -6,7 +6,8 @@ would do) -> CHECKPOINT -> optional warm-up (pgbench, unmeasured) -> instrumenta
 
 Everything pgbench and the server said is kept in the run's raw directory
 (`pgbench.argv`, `pgbench.stdout`, `pgbench.stderr`, `pgbench.exit_code`, the aggregate
-log `pgbench_log.PID[.N]`, `server.log`, and the same for the warm-up). A run whose
+log `driver/pgbench_log.PID[.N]` (written by pgbench as the driver's unprivileged user),
+`server.log`, and the same for the warm-up). A run whose
 pgbench exit code is not 0, whose failed count is above 0, or whose server died is
 recorded as failed with the reason and without tps or latency numbers (the record:
 blocklab.execution.run_record). The server is stopped by PID whatever happens
@@ -35,7 +36,7 @@ from blocklab.storage import quiesce
 from blocklab.store import RunRecord
 from blocklab.timestamps import now_iso
 from blocklab.workloads import dataset
-from blocklab.workloads.base import endpoint
+from blocklab.workloads.base import run_endpoint
 from blocklab.workloads.execution import execute
 
 WORKLOAD_GRACE_S = 300
@@ -218,7 +219,7 @@ def _lead_in(target: RunTarget, acc: RunState) -> bool:
     timeout_s = cycles.checkpoint_timeout_s(acc.provenance.get("settings_written", {}))
     bound_s = int(timeout_s) + cycles.LEAD_IN_MARGIN_S
     argv = acc.driver_prefix + driver.command(
-        c.inst, endpoint(c), w, raw_dir=None, duration_s=bound_s
+        c.inst, run_endpoint(c, driver), w, raw_dir=None, duration_s=bound_s
     )
     acc.cycle_log_offset = file_size(c.log_path)
     tail, begin = cycles.LogTail(c.log_path, acc.cycle_log_offset), time.time()
@@ -252,7 +253,7 @@ def _steady_warmup(target: RunTarget, acc: RunState) -> bool:
 
     def chunk(seconds: int) -> steady.Chunk | None:
         argv = acc.driver_prefix + driver.command(
-            c.inst, endpoint(c), w, raw_dir=None, duration_s=seconds
+            c.inst, run_endpoint(c, driver), w, raw_dir=None, duration_s=seconds
         )
         stem = f"warmup-{len(chunks) + 1}"  # each chunk's output in files of its own
         before, t0 = _wal_counters(c), time.monotonic()
@@ -347,6 +348,7 @@ def _write_settings(target: RunTarget, acc: RunState) -> None:
 def _prepare(target: RunTarget, acc: RunState) -> None:
     c = target.cluster
     t0 = time.monotonic()
+    dataset.hand_over(c, target.driver)  # a snapshot made before the workload role
     sql = target.driver.prepare_sql(target.variant.workload)
     if sql is not None:
         c.psql(sql)
@@ -357,7 +359,7 @@ def _prepare(target: RunTarget, acc: RunState) -> None:
 def _warmup(target: RunTarget, acc: RunState) -> bool:
     c, w, driver = target.cluster, target.variant.workload, target.driver
     argv = acc.driver_prefix + driver.command(
-        c.inst, endpoint(c), w, raw_dir=None, duration_s=w.warmup_s
+        c.inst, run_endpoint(c, driver), w, raw_dir=None, duration_s=w.warmup_s
     )
     t0 = time.monotonic()
     faults.step("warmup")
@@ -405,8 +407,9 @@ def _measure(target: RunTarget, acc: RunState) -> None:
     duration_s, stop_when, tail, begin = w.duration_s, None, None, time.time()
     if acc.controls.cycles and acc.cycle_opening_epoch is not None:
         duration_s, stop_when, tail = _cycles_end(target, acc)
+    ep = run_endpoint(c, driver)
     acc.argv = acc.driver_prefix + driver.command(
-        c.inst, endpoint(c), w, raw_dir=acc.raw_dir, duration_s=duration_s
+        c.inst, ep, w, raw_dir=acc.raw_dir, duration_s=duration_s
     )
     (acc.raw_dir / f"{driver.name}.argv").write_text(shlex.join(acc.argv) + "\n")
     faults.step("measure")
@@ -419,6 +422,7 @@ def _measure(target: RunTarget, acc: RunState) -> None:
         stop_when=stop_when,
     )
     acc.workload_s = res.elapsed_s
+    acc.provenance.update(driver_uid=res.uid, driver_role=ep.user)  # never 0, never superuser
     if tail is not None:
         _record_cycles(tail, acc, begin)
     acc.stdout, acc.stderr = res.stdout, res.stderr

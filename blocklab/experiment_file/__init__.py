@@ -14,6 +14,7 @@ values (exit code 2), before anything is built or started.
     until_ci_pct = 2.0                # optional: add rounds until every CI half-width <=
     max_rounds = 30                   # optional cap for until_ci_pct
     time_budget_s = 3600              # optional
+    equivalence = 2                   # optional: "equal within ±2 %" (percent, default 2)
 
     [matrix]                          # a list makes a dimension; a scalar is fixed
     block_size = [2, 4, 8]            # every key: blocklab.experiment_file.matrix

@@ -16,6 +16,8 @@ warmed up and started within the checkpoint cycle.
                              # (default 0: off)
     placement = "auto"       # "none" (default), "auto" (driver on its own CPU), or
                              # "explicit" (the [placement] table; implied by the table)
+    layout_control = 3       # 3 layout variants of each reference build run as extra
+                             # arms (blocklab.experiment_file.layout_control; 0..8, default 0)
     footprint = false        # the compressed footprint of the data volume after each run
                              # (blocklab.probes.footprint): left out, measured where the
                              # data volume is a loop image (ext4, xfs, btrfs); true asks
@@ -69,6 +71,7 @@ DESIGN_KEYS = (
     "footprint",
     "slice_s",
     "slices",
+    "layout_control",
 )
 INTERLEAVED_KEYS = ("slice_s", "slices")
 PLACEMENT_KEYS = ("driver_cpus", "server_cpus")
@@ -84,6 +87,7 @@ DEFAULT_SLICE_S = 5
 MAX_SLICE_S = 300
 DEFAULT_SLICES = 12
 MAX_SLICES = 400
+MAX_LAYOUT_CONTROL = 8  # layout variants of each reference build
 # interleaved: a second storage of the same kind per variant; a block device is one only
 INTERLEAVED_STORAGE_KINDS = ("dir", *LOOP_KINDS)
 # aligned: the run never reaches this checkpoint_timeout (PostgreSQL's maximum, 1 day)
@@ -107,6 +111,7 @@ class RunDesign(BaseModel):
     footprint: bool | None = None  # None: where the data volume is a loop image
     slice_s: int = DEFAULT_SLICE_S  # interleaved: seconds per pgbench slice
     slices: int = DEFAULT_SLICES  # interleaved: slices per variant per round
+    layout_control: int = 0  # layout variants of each reference build, run as extra arms
 
     def is_default(self) -> bool:
         return self == RunDesign()
@@ -121,6 +126,8 @@ class RunDesign(BaseModel):
             out.pop("quiesce_max_s")
         if self.footprint is None:
             out.pop("footprint")
+        if not self.layout_control:
+            out.pop("layout_control")
         if self.kind != INTERLEAVED:
             for key in INTERLEAVED_KEYS:
                 out.pop(key)
@@ -156,6 +163,9 @@ def parse(design: Any, placement: Any) -> RunDesign:
         )
     if "footprint" in d:
         out["footprint"] = boolean(d["footprint"], "design.footprint")
+    out["layout_control"] = integer(
+        d.get("layout_control", 0), "design.layout_control", 0, MAX_LAYOUT_CONTROL
+    )
     out |= _interleaving(d, kind)
     mode = choice(
         d.get("placement", "explicit" if placement is not None else "none"),
@@ -205,12 +215,15 @@ def _interleaving(d: dict[str, Any], kind: str) -> dict[str, Any]:
 
 def check_interleaved(rd: RunDesign) -> None:
     """interleaved runs both servers at once, driven in turns by short slices: the
-    controls that act on one run alone (a steady warm-up, an aligned or cycle-bound
-    checkpoint, a quiet machine, CPU placement, the footprint after a run) do not apply."""
+    controls that act on one run alone (a steady warm-up, a cycle-bound checkpoint, a
+    quiet machine, CPU placement, the footprint after a run) do not apply. "aligned"
+    does: each server takes a CHECKPOINT right before its first measured slice and
+    checkpoint_timeout is set out of the round's reach (blocklab.execution.interleaved)."""
     if rd.kind != INTERLEAVED:
         return
     refusals = [
-        ("checkpoint", rd.checkpoint != "free", rd.checkpoint, "'free'"),
+        ("layout_control", rd.layout_control > 0, rd.layout_control, "0 (two servers only)"),
+        ("checkpoint", rd.checkpoint == "cycles", rd.checkpoint, "'free' or 'aligned'"),
         ("warmup", rd.warmup == "steady", rd.warmup, "'fixed' (the matrix's warmup seconds)"),
         ("footprint", rd.footprint is True, rd.footprint, "false (or leave it out)"),
         ("quiesce_max_s", rd.quiesce_max_s > 0, rd.quiesce_max_s, "0 (or leave it out)"),

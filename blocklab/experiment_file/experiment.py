@@ -9,7 +9,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from blocklab.errors import UserError
 from blocklab.experiment_file import settings as settings_mod
 from blocklab.experiment_file.design import RunDesign
 from blocklab.experiment_file.dimensions import Scalar
@@ -33,6 +32,7 @@ class Experiment(BaseModel):
     reference: dict[str, Any] | str | None = None
     settings_policy: str = "native"
     until_ci_pct: float | None = None
+    equivalence_pct: float | None = None  # [experiment] equivalence; None: the default 2 %
     max_rounds: int | None = None
     time_budget_s: float | None = None
     allow_commands: bool = False  # [experiment] allow_commands: settings that run commands
@@ -63,17 +63,6 @@ class Experiment(BaseModel):
         """The settings of any variant that run a command or load a library
         (blocklab.experiment_file.settings.COMMAND_SETTINGS), sorted."""
         return settings_mod.command_settings(s for v in self.variant_list for s in v.settings)
-
-    def check_commands_allowed(self, flag_given: bool) -> None:
-        """UserError unless settings that run commands are allowed by both the file (checked
-        when it was loaded) and the command running it (`flag_given`)."""
-        names = self.command_settings()
-        if names and not flag_given:
-            raise UserError(
-                f"matrix.settings.{names[0]}: experiment {self.name!r} sets "
-                f"{', '.join(names)}, which run a shell command or load a shared library; "
-                f"start the command with {settings_mod.ALLOW_FLAG} to allow it on this host"
-            )
 
     def reference_id(self) -> str:
         """The reference variant; with a grouped reference, the first group's."""
@@ -122,6 +111,8 @@ class Experiment(BaseModel):
             "exclude": self.exclude,
             "variants": [v.variant_id for v in self.variant_list],
         }
+        if self.equivalence_pct is not None:  # files without it keep their JSON
+            data["equivalence_pct"] = self.equivalence_pct
         if self.allow_commands:  # files without it keep their JSON
             data["allow_commands"] = True
         if self.host_variants:  # experiments without [fleet] keep their JSON

@@ -13,7 +13,7 @@ from typing import Any
 
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as run_design
-from blocklab.experiment_file import fleet, matrix, selectors, settings
+from blocklab.experiment_file import fleet, layout_control, matrix, selectors, settings
 from blocklab.experiment_file.design import AA_CONTROL, INTERLEAVED
 from blocklab.experiment_file.dimensions import Dimension
 from blocklab.experiment_file.experiment import Experiment, default_seed
@@ -43,6 +43,7 @@ EXPERIMENT_KEYS = (
     "max_rounds",
     "time_budget_s",
     "allow_commands",
+    "equivalence",
 )
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # what the command line overrides -> the suffix it adds to the experiment's name
@@ -237,11 +238,21 @@ def _stopping(head: dict[str, Any], rounds: int) -> dict[str, Any]:
                 "experiment.until_ci_pct", f"{pct} is not a useful precision", "0 < pct < 100"
             )
         out["until_ci_pct"] = pct
+    if "equivalence" in head:
+        out["equivalence_pct"] = _equivalence(head["equivalence"])
     if "max_rounds" in head:
         out["max_rounds"] = integer(head["max_rounds"], "experiment.max_rounds", rounds, 10000)
     if "time_budget_s" in head:
         out["time_budget_s"] = number(head["time_budget_s"], "experiment.time_budget_s")
     return out
+
+
+def _equivalence(value: Any) -> float:
+    """[experiment] equivalence: X of "equal within ±X %" (blocklab.analysis.stats)."""
+    pct = number(value, "experiment.equivalence")
+    if pct >= 100:
+        raise fail("experiment.equivalence", f"{pct} is not a usable margin", "0 < percent < 100")
+    return pct
 
 
 def _assemble(
@@ -265,14 +276,21 @@ def _assemble(
     )
     ids = [v.variant_id for v in variants]
     hosts = fleet.host_assignment(data.get("fleet"), combos, ref_index, labels, vocab)
+    variants, refs, dims_map = layout_control.arms(
+        variants,
+        {ids[i]: ids[r] for i, r in enumerate(ref_index)},
+        {ids[i]: matrix.dims_of(c.flat, varying, dims) for i, c in enumerate(combos)},
+        meta["run_design"].layout_control,
+    )
+    host_ids = {h: tuple(ids[i] for i in idx) for h, idx in hosts.items()}
     return Experiment(
         **meta,
         matrix=_normalized(dims),
         exclude=[_jsonable(r) for r in data.get("exclude", [])],
-        host_variants={h: tuple(ids[i] for i in idx) for h, idx in hosts.items()},
+        host_variants=layout_control.hosts_with_arms(host_ids, variants, refs),
         variant_list=tuple(variants),
-        reference_map={ids[i]: ids[r] for i, r in enumerate(ref_index)},
-        dims_map={ids[i]: matrix.dims_of(c.flat, varying, dims) for i, c in enumerate(combos)},
+        reference_map=refs,
+        dims_map=dims_map,
         source=source,
     )
 

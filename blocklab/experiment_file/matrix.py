@@ -7,6 +7,8 @@ combinations, and each combination as a labelled Variant.
     wal_block_size = 8                # WAL block, kB: 1 2 4 8 16 32 64
     wal_segsize_mb = 16               # initdb --wal-segsize: power of two, 1..1024
     segsize_gb = 1                    # relation segment, GB
+    layout_seed = [1, 2, 3]           # layout variants of the build: the backend linked in
+                                      # an order drawn from each seed; absent: the ordinary link
     storage = { kind = "dir" }        # or a list of tables (blocklab.experiment_file.storage)
     fillfactor = [100, 75]            # every table of the workload, set before the load
     index_fillfactor = 90             # every B-tree index, after the load (REINDEX);
@@ -158,6 +160,7 @@ MATRIX: tuple[Family, ...] = (
     ),
     plain("wal_segsize_mb", 16, _one_of(WAL_SEGSIZES_MB), "wal_segsize_mb", "walseg={}M"),
     plain("segsize_gb", 1, GB, "build.segsize_gb", "relseg={}G"),
+    plain("layout_seed", None, _int(1, 2**31 - 1), "build.layout_seed", "layout={}"),
     Family("storage", {"kind": "dir"}, storage.read),
     plain("fillfactor", 100, _int(10, 100), "dataset.fillfactor", "ff={}"),
     plain("index_fillfactor", None, _int(10, 100), "dataset.index_fillfactor", "iff={}"),
@@ -171,7 +174,10 @@ MATRIX: tuple[Family, ...] = (
     Family("settings", {}, settings.read),
 )
 MATRIX_KEYS = tuple(f.key for f in MATRIX)
-OPTIONAL = ("index_fillfactor",)  # keys that are a dimension only when the file gives them
+OPTIONAL = (
+    "index_fillfactor",
+    "layout_seed",
+)  # keys that are a dimension only when the file gives them
 
 
 def dimensions(matrix: dict[str, Any], base: Path) -> list[Dimension]:

@@ -42,7 +42,7 @@ class Agent:
         self.paths = paths
         self.log = log
         self.jobs_done = 0
-        self.allow_command_settings = False  # --allow-command-settings
+        self.granted: frozenset[str] = frozenset()  # --allow: the owner's grant
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -151,8 +151,7 @@ class Agent:
 
         with queue.connect(self.target) as conn:
             sub = registry.load(conn, job.experiment)
-        exp = sub.experiment()
-        exp.check_commands_allowed(self.allow_command_settings)
+        exp = self.admit(sub)
         progress = QuietProgress(console(stderr=True))
         with open_store(self.results_spec) as db:
             register(db, exp, {**host_facts(), "fleet_host": self.host})
@@ -174,18 +173,36 @@ class Agent:
                 loop.run_round(job.round_no, db.run_keys(exp.name, self.host))
             self._extend(db, sub, job)
 
+    def admit(self, sub: registry.Submission) -> Any:
+        """The queued experiment, if this host's owner allows what it asks for and this
+        machine can run it; else a UserError naming the key and the flag that allows it
+        (the job's recorded failure). The submitter's directory means nothing here: every
+        path it names is a path of this host (trust class "paths")."""
+        from blocklab.execution.preflight import check_machine
+        from blocklab.experiment_file import trust
+
+        exp = sub.experiment()
+        trust.check(exp, self.granted, None, who=f"the agent of host {self.host}")
+        check_machine(exp, self.paths)
+        return exp
+
     def _extend(self, db: Any, sub: registry.Submission, job: JobSpec) -> None:
         """--until-ci per host: one more round of this host while its widest CI is wider."""
+        from blocklab.analysis import stopping
         from blocklab.analysis.summary import summarize_experiment
 
         if sub.until_ci_pct is None or job.round_no < sub.rounds:
             return
-        width = summarize_experiment(db, job.experiment, host=self.host).max_ci_half_width_pct()
-        if width is not None and width <= sub.until_ci_pct:
-            self.log(f"host {self.host}: every CI half-width <= {sub.until_ci_pct:g} %")
-            return
-        if job.round_no >= sub.max_rounds_per_host():
-            self.log(f"host {self.host}: max rounds reached ({job.round_no})")
+        summary = summarize_experiment(db, job.experiment, host=self.host)
+        decision = stopping.decide(
+            summary.log_ratios(),
+            summary.max_ci_half_width_pct(),
+            sub.until_ci_pct,
+            first=stopping.first_stage(sub.rounds),
+            max_rounds=sub.max_rounds_per_host(),
+        )
+        if decision.stop or job.round_no >= sub.max_rounds_per_host():
+            self.log(f"host {self.host}: {decision.reason}")
             return
         app = queue.make_app(self.target, max_size=1)
         with app.open():

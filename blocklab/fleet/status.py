@@ -114,17 +114,18 @@ def fleet_status(conn: psycopg.Connection[Any], experiment: str | None) -> list[
     return [s for s in rows if experiment is None or s.experiment == experiment]
 
 
-def command_settings_asked(
-    conn: psycopg.Connection[Any], experiments: Sequence[str]
-) -> dict[str, list[str]]:
-    """The queued experiments whose settings run commands or load libraries, with those
-    settings (their agents must be started with --allow-command-settings)."""
+def trust_asked(conn: psycopg.Connection[Any], experiments: Sequence[str]) -> dict[str, list[str]]:
+    """The queued experiments that ask for what an agent's owner must grant
+    (blocklab.experiment_file.trust), with the classes: their agents need --allow CLASS."""
+    from blocklab.experiment_file import trust
+
     out: dict[str, list[str]] = {}
     for name in dict.fromkeys(experiments):
         try:
-            names = registry.load(conn, name).experiment().command_settings()
+            exp = registry.load(conn, name).experiment()
         except UserError:  # a stored file that no longer reads: its jobs fail with the
             continue  # reason (shown under the table), and it runs nothing
-        if names:
-            out[name] = names
+        classes = sorted({r.cls for r in trust.requests(exp, None)})
+        if classes:
+            out[name] = classes
     return out

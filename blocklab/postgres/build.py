@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from blocklab import faults, proc
 from blocklab.errors import BuildError, CommandError, UserError
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths, ensure_dir, tree_size_bytes
-from blocklab.postgres import cluster, settings_catalogue, sources, throwaway
+from blocklab.postgres import cluster, link_order, settings_catalogue, sources, throwaway
 from blocklab.postgres.installation import (
     FEATURES,
     MANIFEST_NAME,
@@ -128,7 +128,7 @@ def key_material(req: BuildRequest, spec: sources.SourceSpec) -> dict[str, Any]:
         "compiler": compiler_version(),
         "environment": compiler_environment(),
         "contrib": list(CONTRIB),
-    }
+    } | ({"layout_seed": req.layout_seed} if req.layout_seed is not None else {})
 
 
 def compiler_environment() -> dict[str, str]:
@@ -139,7 +139,8 @@ def compiler_environment() -> dict[str, str]:
 def format_key(version: str, req: BuildRequest, material: dict[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
     name = "".join(c if c.isalnum() or c in ".-" else "-" for c in version) or "x"
-    return f"pg{name}-bs{req.block_size_kb}k-wal{req.wal_block_size_kb}k-{digest[:12]}"
+    layout = f"-layout{req.layout_seed}" if req.layout_seed is not None else ""
+    return f"pg{name}-bs{req.block_size_kb}k-wal{req.wal_block_size_kb}k{layout}-{digest[:12]}"
 
 
 def _resolve(req: BuildRequest, paths: Paths, log: Log) -> tuple[sources.SourceSpec, str]:
@@ -242,7 +243,7 @@ def _build(
         tree = sources.materialize(spec, paths, work / "src", log)
         sources.apply_patches(tree, req.patches, log_path, log)
         argv = configure_argv(req, prefix, spec.version)
-        _compile_and_install(tree, argv, log_path, log)
+        _compile_and_install(tree, argv, log_path, log, make_args(req))
         make_readable(prefix)
         inst = _provisional(prefix, key, tree, spec, req)
         log("verifying: initdb, pg_controldata, start, SELECT, stop")
@@ -260,7 +261,17 @@ def _build(
     log(f"built {key} in {time.monotonic() - started:.0f} s")
 
 
-def _compile_and_install(tree: Path, argv: list[str], log_path: Path, log: Log) -> None:
+def make_args(req: BuildRequest) -> list[str]:
+    """Extra arguments of the server's make and make install: a layout variant's link
+    order (blocklab.postgres.link_order); none for an ordinary build."""
+    if req.layout_seed is None:
+        return []
+    return [link_order.make_override(req.layout_seed)]
+
+
+def _compile_and_install(
+    tree: Path, argv: list[str], log_path: Path, log: Log, extra: Sequence[str] = ()
+) -> None:
     jobs = str(len(os.sched_getaffinity(0)))
 
     def step(what: str, cmd: list[str]) -> None:
@@ -270,8 +281,8 @@ def _compile_and_install(tree: Path, argv: list[str], log_path: Path, log: Log) 
         proc.run(cmd, cwd=tree, log_path=log_path, timeout_s=3 * 3600, unset=MAKE_VARIABLES)
 
     step("configure: " + " ".join(argv[1:]), argv)
-    step(f"make -j{jobs} (server and tools)", ["make", f"-j{jobs}"])
-    step("make install", ["make", "install"])
+    step(f"make -j{jobs} (server and tools)", ["make", f"-j{jobs}", *extra])
+    step("make install", ["make", "install", *extra])
     for name in CONTRIB:
         step(f"contrib/{name}", ["make", f"-j{jobs}", "-C", f"contrib/{name}", "install"])
 
@@ -333,6 +344,8 @@ def _manifest(
         "contrib": list(CONTRIB),
         "request": req.model_dump(mode="json"),
         "recipe": RECIPE_VERSION,
+        "layout_seed": req.layout_seed,
+        "postgres_sha256": sources.sha256_file(inst.bin("postgres")),  # layouts differ here
         "verification": verification,
         "build_seconds": round(build_s, 1),
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

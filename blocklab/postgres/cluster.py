@@ -3,8 +3,11 @@
 The server runs as the OS user `blocklab` (created by `server_user()` when missing),
 listens only on a private unix socket directory (no TCP unless asked), logs checkpoints
 with epoch-millisecond prefixes in the C locale, and is stopped by PID: fast shutdown,
-then SIGKILL after a timeout. Every server is recorded in `State` before it starts so
-that `blocklab cleanup` can stop what a killed blocklab left behind.
+then SIGKILL after a timeout, and only once /proc shows that PID to be this data directory's
+postgres, run by its owner, started when recorded (`verified_pid`; postmaster.pid is
+written by the server's user, so root does not take its word). Every server is recorded
+in `State` before it starts so that `blocklab cleanup` can stop what a killed blocklab
+left behind.
 """
 
 from __future__ import annotations
@@ -166,13 +169,19 @@ def check_setting_value(name: str, value: str) -> None:
         )
 
 
+# A number as postgresql.conf's lexer reads one unquoted (guc-file.l INTEGER and REAL,
+# with a unit: 128MB, 0.5, -1, 1e3, 0x10, 30s); anything else is written quoted.
+NUMBER_SETTING = re.compile(r"[+-]?(0x[0-9a-fA-F]+|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)[A-Za-z]*")
+# Written after every other setting, so that nothing before them can move the server
+# off its private socket and port (a later line of the same name wins).
+RESERVED_LAST = ("listen_addresses", "unix_socket_directories", "port")
+
+
 def quote_setting(value: str) -> str:
-    """Quote a value for postgresql.conf unless it already is one quoted string or is a
-    plain word; quotes and backslashes inside are escaped, so the server reads exactly
-    the value given."""
-    if QUOTED_SETTING.fullmatch(value):
-        return value
-    if value and all(c.isalnum() or c in "._-" for c in value):
+    """Quote a value for postgresql.conf unless it already is one quoted string or a
+    number; quotes and backslashes inside are escaped, so the server reads exactly the
+    value given (a dotted word such as pg_catalog.english is not a value unquoted)."""
+    if QUOTED_SETTING.fullmatch(value) or NUMBER_SETTING.fullmatch(value):
         return value
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
@@ -205,6 +214,8 @@ class Cluster:
         self.memory_hook = memory_hook
         self.listen_addresses = listen_addresses
         self.pid: int | None = None
+        self.pid_ticks: int | None = None  # the postmaster's start time, to know it again
+        self.refused: list[str] = []  # PIDs root would not signal, and why
 
     # -- identity ---------------------------------------------------------------------
     @property
@@ -261,13 +272,16 @@ class Cluster:
         return base
 
     def write_settings(self, settings: dict[str, str]) -> Path:
-        """Write blocklab.conf (base settings, then the variant's) and include it once."""
+        """Write blocklab.conf (base settings, then the variant's, then the reserved ones:
+        reachability is not negotiable) and include it once."""
         for name, value in settings.items():
             check_setting_value(name, value)
-        merged = self.base_settings()
+        base = self.base_settings()
+        merged = {k: v for k, v in base.items() if k not in RESERVED_LAST}
         merged.update({k: quote_setting(v) for k, v in settings.items()})
-        for key in ("unix_socket_directories", "port"):  # reachability is not negotiable
-            merged[key] = self.base_settings()[key]
+        for key in RESERVED_LAST:
+            merged.pop(key, None)
+            merged[key] = base[key]
         target = self.data_dir / SETTINGS_FILE
         target.write_text(render_settings(merged))
         os.chown(target, self.user.uid, self.user.gid)
@@ -308,7 +322,8 @@ class Cluster:
         self.pid = postmaster_pid(self.data_dir)
         if self.pid is None:
             raise RunError(f"the server started but {self.data_dir}/postmaster.pid has no PID")
-        self.state.update("server", self.ident, pid=self.pid)
+        self.pid_ticks = proc.start_ticks(self.pid)
+        self.state.update("server", self.ident, pid=self.pid, pid_ticks=self.pid_ticks)
         self._apply_memory_hook(self.pid)
         return self.pid
 
@@ -329,7 +344,7 @@ class Cluster:
     def _after_failed_start(self) -> None:
         pid = postmaster_pid(self.data_dir)
         if pid is not None and proc.pid_alive(pid):
-            self.pid = pid
+            self.pid, self.pid_ticks = pid, None
             self.kill()
         else:
             self.state.remove("server", self.ident)
@@ -341,20 +356,33 @@ class Cluster:
         """Fast shutdown (SIGINT) by PID; SIGKILL after `timeout_s`. True if it was clean.
         Processes a dead postmaster left on this data directory are ended, too."""
         clean = True
-        if self.pid is not None:
+        if self.verified_pid() is not None:
             clean = self._signal_and_wait(signal.SIGINT, timeout_s)
-            if not clean:
-                proc.terminate(self.pid, sig=signal.SIGKILL, grace_s=5.0)
+            if not clean and (pid := self.verified_pid()) is not None:
+                proc.terminate(pid, sig=signal.SIGKILL, grace_s=5.0)
         self._end_leftovers()
         self._forget()
         return clean
 
     def kill(self) -> None:
         """SIGKILL the postmaster, then whatever it left on this data directory, by PID."""
-        if self.pid is not None:
-            proc.terminate(self.pid, sig=signal.SIGKILL, grace_s=5.0)
+        if (pid := self.verified_pid()) is not None:
+            proc.terminate(pid, sig=signal.SIGKILL, grace_s=5.0)
         self._end_leftovers()
         self._forget()
+
+    def verified_pid(self) -> int | None:
+        """self.pid when /proc shows it to be this data directory's postmaster (see
+        proc.postmaster_refusal); otherwise None, and the refusal is kept in `refused`."""
+        if self.pid is None or not proc.pid_alive(self.pid):
+            return None
+        exe = str(self.inst.bin("postgres"))
+        ticks = self.pid_ticks
+        why = proc.postmaster_refusal(self.pid, self.data_dir, started_ticks=ticks, exe=exe)
+        if why:
+            self.refused.append(f"not signalled: {why}")
+            return None
+        return self.pid
 
     def _signal_and_wait(self, sig: int, timeout_s: float) -> bool:
         assert self.pid is not None
@@ -384,13 +412,14 @@ class Cluster:
         return server_pids(self.data_dir, self.inst.bin("postgres"))
 
     def _forget(self) -> None:
-        self.pid = None
+        self.pid = self.pid_ticks = None
         self.state.remove("server", self.ident)
 
     # -- queries ------------------------------------------------------------------------
     def psql(self, sql: str, *, timeout_s: float = 600.0, dbname: str = DBNAME) -> str:
         """Run SQL with psql (-X -A -t, stop on error; each statement in its own
-        transaction unless the SQL says otherwise); return its stdout."""
+        transaction unless the SQL says otherwise) as the server's user, never root;
+        return its stdout. Only blocklab's own SQL: never text read from a file or log."""
         argv = [
             str(self.inst.bin("psql")),
             "-X",
@@ -405,7 +434,8 @@ class Cluster:
             "-f",
             "-",
         ]
-        return proc.run(argv, timeout_s=timeout_s, input_text=sql).stdout
+        res = proc.run(argv, user=self.user, cwd="/", timeout_s=timeout_s, input_text=sql)
+        return res.stdout
 
     def settings_readback(self) -> dict[str, dict[str, Any]]:
         """The effective settings: pg_settings name -> {setting, unit}."""

@@ -29,7 +29,9 @@ Metrics: see blocklab.probes.derived (wal_bytes_per_xact, fpi_bytes_share_of_wal
 cache_hit_ratio, server_cpu_s_per_xact, <relation>.table_free_bytes, checkpoints_*,
 <scope>_read_bytes_per_request, wal_fpi_bytes_per_xact (19+)) and
 blocklab.probes.stat_io (pg_stat_io, 16+: io_<op>_bytes_<object>_<context>[_per_xact],
-io_<op>_bytes_per_<op>_<object> (18+)).
+io_<op>_bytes_per_<op>_<object> (18+)) and blocklab.probes.disturbance (other processes'
+CPU over the window: disturbance_cpu_s, disturbance_cpu_share; their bytes on the disk
+under the loop devices: disturbance_device_bytes, disturbance_device_share).
 
 `ctx.conninfo` must name the database the workload runs in: pg_stat_database and
 pg_stat_user_tables are per database. begin() waits (up to 2 s) for other client

@@ -13,9 +13,9 @@ from typing import Any
 import psycopg
 
 from blocklab.errors import RunError
-from blocklab.probes import ProbeContext, ProbeResult, derived, space, stat_io, views
+from blocklab.probes import ProbeContext, ProbeResult, derived, disturbance, space, stat_io, views
 from blocklab.probes import checkpoints as ckpt
-from blocklab.probes.sampler import Sampler, Snapshot, host_snapshot, read_server_cpu_s
+from blocklab.probes.sampler import Sampler, Snapshot, host_snapshot, read_pid_stats, tree_cpu_s
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 STATEMENT_TIMEOUT_MS = 5000
@@ -42,6 +42,7 @@ class Instrumentation:
         self._log_missing = False
         self._stat_io = False  # the server has pg_stat_io (16+)
         self._stat_io_basis = ""
+        self._backing: dict[str, list[str]] = {}  # backing device -> the run's loop devices
 
     # -- public -----------------------------------------------------------------------
     def begin(self) -> None:
@@ -61,6 +62,7 @@ class Instrumentation:
         self._plan = views.plan_counters(columns, block_size_bytes=self.ctx.block_size_bytes)
         self._stat_io = "pg_stat_io" in columns
         self._stat_io_basis = _stat_io_basis(columns)
+        self._backing = disturbance.backing_devices(self.ctx.devices)
         self._sql = self._plan.sql()
         if self.ctx.measure_space:
             self._pgstattuple = space.prepare(conn)
@@ -131,7 +133,9 @@ class Instrumentation:
         pg, errors = self._query_counters()
         snap = host_snapshot(pg, [d.name for d in self.ctx.devices], errors)
         if with_server_cpu:
-            snap.server_cpu_s = read_server_cpu_s(self.ctx.server_pid)
+            stats = read_pid_stats()
+            snap.server_cpu_s = tree_cpu_s(stats, self.ctx.server_pid)
+            snap.cpu_account = disturbance.read_account(self.ctx.server_pid, stats, self._backing)
             snap.io = self._query_stat_io(snap.errors)
         return snap
 
@@ -190,6 +194,7 @@ class Instrumentation:
             scopes=scopes,
         )
         metrics |= derived.space_metrics(space_rows)
+        metrics |= disturbance.metrics(before.cpu_account, after.cpu_account)
         timeline, ck_metrics, ck_facts = self._checkpoints(before, after, counter)
         metrics |= ck_metrics
         facts = self._facts(snaps, counter) | ck_facts
@@ -252,6 +257,8 @@ class Instrumentation:
             "wal_block_size_bytes": self.ctx.wal_block_size_bytes,
             "server_version_num": self.ctx.server_version_num,
             "stat_io_basis": self._stat_io_basis,
+            "disturbance_basis": disturbance.BASIS,
+            "disturbance_backing_devices": self._backing,
             "settle_s": round(self._settle_s, 3),
             "clients_left_at_end": self._clients_left,
             "begin_epoch": snaps[0].epoch,

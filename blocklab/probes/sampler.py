@@ -15,9 +15,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from blocklab.errors import StorageError
 from blocklab.storage.devices import parse_stat, stat_path
+
+if TYPE_CHECKING:
+    from blocklab.probes.disturbance import CpuAccount
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -44,6 +48,8 @@ class Snapshot:
     # only at begin and end; None where the server has no pg_stat_io or the query failed
     io: dict[str, float] | None = None
     errors: list[str] = field(default_factory=list)
+    # other processes' CPU (blocklab.probes.disturbance), only at begin and end
+    cpu_account: CpuAccount | None = None
 
 
 # -- pure parsers -------------------------------------------------------------------------
@@ -122,7 +128,9 @@ def read_mem() -> dict[str, int] | None:
         return None
 
 
-def read_server_cpu_s(postmaster_pid: int) -> float | None:
+def read_pid_stats() -> dict[int, tuple[int, float]]:
+    """pid -> parse_pid_stat of every process in /proc (one that ends while the scan
+    runs is left out)."""
     stats: dict[int, tuple[int, float]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -131,7 +139,11 @@ def read_server_cpu_s(postmaster_pid: int) -> float | None:
             stats[int(entry.name)] = parse_pid_stat((entry / "stat").read_text())
         except (OSError, ValueError, IndexError):
             continue
-    return tree_cpu_s(stats, postmaster_pid)
+    return stats
+
+
+def read_server_cpu_s(postmaster_pid: int) -> float | None:
+    return tree_cpu_s(read_pid_stats(), postmaster_pid)
 
 
 def host_snapshot(

@@ -242,13 +242,13 @@ def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> 
 
 def _aa(runs: list[RunView], design: str, ref: str | None) -> Comparison | None:
     """aa-control's A/A comparison of the throughput, as in the summary; interleaved's
-    from the Thue-Morse halves of the reference's slices."""
+    its design's own (checks.design_aa: the storage slots, or the reference's halves)."""
     if design == INTERLEAVED and ref is not None:
-        half0, half1 = (
-            round_values(runs, ref, m, design, is_reference=True).values
-            for m in (checks.AA_TPS_HALF0, checks.AA_TPS_HALF1)
-        )
-        return checks.aa_halves([(half0, half1)])
+
+        def per_round(vid: str, metric: str) -> dict[int, float]:
+            return round_values(runs, vid, metric, design, is_reference=vid == ref).values
+
+        return checks.design_aa(per_round, ref, list(dict.fromkeys(r.variant_id for r in runs)))[0]
     if design != AA_CONTROL or ref is None:
         return None
     mine = [RunValue(r.round, r.copy_index, _value(r, "tps")) for r in runs if r.variant_id == ref]

@@ -4,8 +4,10 @@ A recorded directory is deleted only when blocklab made it and it is still that
 directory (blocklab.storage.made_dirs); otherwise it is left alone and reported.
 
 Newest first, so a server is stopped before the mount under it and a mount is undone
-before its loop device. A server's PID is signalled only while /proc/PID/cmdline still
-shows a postgres started on the recorded data directory (PIDs get reused).
+before its loop device. A server's PID is signalled only while /proc/PID shows a postgres
+started on the recorded data directory, working there, run by its owner and (when
+recorded) started at the recorded time: PIDs get reused, and postmaster.pid is written by
+the server's user, so root does not take its word.
 """
 
 from __future__ import annotations
@@ -64,11 +66,15 @@ def release_report(state: State, *, only_dead_owners: bool = True) -> CleanupRep
 
 def _release_server(entry: Entry, state: State) -> str:
     data_dir = str(entry.info.get("data_dir") or entry.ident)
-    pid = entry.info.get("pid") or _postmaster_pid(Path(data_dir))
+    pid = int(entry.info.get("pid") or _postmaster_pid(Path(data_dir)) or 0)
     what = f"server on {data_dir}"
-    if pid and is_postgres_on(int(pid), data_dir):
-        children = proc.child_pids(int(pid))
-        if not proc.terminate(int(pid), sig=signal.SIGINT, grace_s=SERVER_GRACE_S):
+    alive = pid > 0 and proc.pid_alive(pid)
+    why = _refusal(pid, data_dir, entry.info.get("pid_ticks")) if alive else ""
+    if why:
+        what += f" (PID {pid} not signalled: {why})"
+    elif alive:
+        children = proc.child_pids(pid)
+        if not proc.terminate(pid, sig=signal.SIGINT, grace_s=SERVER_GRACE_S):
             raise StorageError(f"PID {pid} (postgres on {data_dir}) did not exit")
         for child in children:
             if _is_postgres_process(child):
@@ -76,6 +82,16 @@ def _release_server(entry: Entry, state: State) -> str:
         what = f"server PID {pid} on {data_dir} (stopped)"
     state.remove("server", entry.ident)
     return what
+
+
+def _refusal(pid: int, data_dir: str, started_ticks: object) -> str:
+    """Why `pid` is not the recorded server's postmaster ("" when it is): /proc must show
+    a postgres started with -D data_dir, working there, run by the data directory's owner
+    (never root) and, when recorded, started at that time (blocklab.proc)."""
+    if not is_postgres_on(pid, data_dir):
+        return f"PID {pid} is not a postgres started with -D {data_dir}"
+    ticks = started_ticks if isinstance(started_ticks, int) else None
+    return proc.postmaster_refusal(pid, Path(data_dir), started_ticks=ticks)
 
 
 def _release_mount(entry: Entry, state: State) -> str:

@@ -9,9 +9,11 @@ through `WorkloadDriver`, in this order:
               driver.check_machine()                    # its program is installed
               driver.dataset_bytes(dataset, block_size_bytes)  # rough size, for sizing
     dataset:  (blocklab.workloads.dataset) CREATE DATABASE driver.database unless "postgres";
+              (as the server's superuser role, the OS user blocklab.workloads.execution's)
               the fillfactor event trigger unless driver.sets_fillfactor;
               for argv in driver.init_commands(inst, endpoint, dataset_request): run argv
-              index fillfactor + REINDEX; VACUUM (ANALYZE) if driver.vacuum_after_load
+              index fillfactor + REINDEX; VACUUM (ANALYZE) if driver.vacuum_after_load;
+              the database and its tables handed to the workload role (blocklab.workloads.role)
     run:      sql = driver.prepare_sql(workload)          # before the CHECKPOINT, may be None
               argv = driver.command(inst, endpoint, workload, raw_dir=None, duration_s=warmup_s)
               argv = driver.command(inst, endpoint, workload, raw_dir=raw_dir)   # measured
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from blocklab.model import DatasetRequest, OptionValue, WorkloadRequest
 from blocklab.postgres.installation import Installation
 from blocklab.store.base import QueryRow
+from blocklab.workloads.role import ROLE
 
 if TYPE_CHECKING:
     from blocklab.postgres.cluster import Cluster
@@ -45,8 +48,8 @@ Series = dict[str, list[tuple[float, float | None]]]
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where a workload client connects: the server's unix socket directory, port, user
-    (also the database role) and database."""
+    """Where a workload client connects: the server's unix socket directory, port, the
+    database role it connects as and the database."""
 
     socket_dir: str
     port: int
@@ -54,8 +57,19 @@ class Endpoint:
     dbname: str = "postgres"
 
 
-def endpoint(cluster: Cluster) -> Endpoint:
-    return Endpoint(str(cluster.socket_dir), cluster.port, cluster.user.name)
+def endpoint(cluster: Cluster, *, role: str = ROLE) -> Endpoint:
+    """The workload's endpoint: as the workload role (blocklab.workloads.role: owns the
+    database, not a superuser); a load passes the server's superuser role instead."""
+    return Endpoint(str(cluster.socket_dir), cluster.port, role)
+
+
+def run_endpoint(cluster: Cluster, driver: object) -> Endpoint:
+    """Where a driver's runs connect: as the workload role, unless the driver says it
+    needs the superuser role on this server's major version (an optional
+    `needs_superuser(major) -> bool`; the TPC-H-like driver before PostgreSQL 15)."""
+    needs = getattr(driver, "needs_superuser", None)
+    superuser = needs is not None and bool(needs(cluster.inst.major))
+    return endpoint(cluster, role=cluster.user.name if superuser else ROLE)
 
 
 @dataclass(frozen=True)

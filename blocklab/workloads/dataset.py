@@ -11,8 +11,11 @@ The load, for every driver alike (blocklab.workloads.base): the driver's databas
 created unless it is "postgres"; the table fillfactor is set on every table the load
 creates (blocklab.workloads.fillfactor's event trigger) unless the driver's own load sets
 it (pgbench -F); the index fillfactor, when given, is set on every B-tree index and
-applied with REINDEX; VACUUM (ANALYZE) when the driver asks for it. Then every table's
-and index's reloptions and bytes are read from the catalogue into the snapshot's meta.
+applied with REINDEX; VACUUM (ANALYZE) when the driver asks for it; the database and its
+tables are handed to the workload role (blocklab.workloads.role), which the runs connect
+as. Then every table's and index's reloptions and bytes are read from the catalogue into
+the snapshot's meta. The load's commands run as the server's unprivileged OS user
+(blocklab.workloads.execution.run_driver), never as root.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ from blocklab.model import DatasetRequest
 from blocklab.paths import Paths, ensure_dir, safe_remove_tree, tree_size_bytes
 from blocklab.postgres.cluster import Cluster, clear_dir, private_dir
 from blocklab.postgres.sources import file_lock
-from blocklab.workloads import drivers, fillfactor
+from blocklab.workloads import drivers, fillfactor, role
 from blocklab.workloads.base import WorkloadDriver, endpoint
+from blocklab.workloads.execution import run_driver
 
 MARKER = "COMPLETE"
 META = "meta.json"
@@ -164,8 +168,9 @@ def _load(cluster: Cluster, driver: WorkloadDriver, req: DatasetRequest) -> list
     trigger = not driver.sets_fillfactor and req.fillfactor < 100
     if trigger:
         cluster.psql(fillfactor.install_trigger_sql(req.fillfactor), dbname=db)
-    for argv in driver.init_commands(cluster.inst, endpoint(cluster), req):
-        proc.run(argv, timeout_s=24 * 3600)
+    superuser = endpoint(cluster, role=cluster.user.name)
+    for argv in driver.init_commands(cluster.inst, superuser, req):
+        run_driver(argv, timeout_s=24 * 3600)
     if trigger:
         cluster.psql(fillfactor.drop_trigger_sql(), dbname=db)
     if req.index_fillfactor is not None:
@@ -173,7 +178,14 @@ def _load(cluster: Cluster, driver: WorkloadDriver, req: DatasetRequest) -> list
         cluster.psql(sql, dbname=db, timeout_s=24 * 3600)
     if driver.vacuum_after_load:
         cluster.psql("VACUUM (ANALYZE)", dbname=db, timeout_s=24 * 3600)
+    hand_over(cluster, driver)
     return fillfactor.parse_relations(cluster.psql(fillfactor.RELATIONS_SQL, dbname=db))
+
+
+def hand_over(cluster: Cluster, driver: WorkloadDriver) -> None:
+    """Give the driver's database and its tables to the workload role (made if missing):
+    after the load, and before every run for a snapshot made before the role existed."""
+    cluster.psql(role.handover_sql(), dbname=driver.database)
 
 
 def _write_meta(snap: Snapshot) -> None:

@@ -8,21 +8,92 @@ server is gone the driver gets SERVER_GONE_GRACE_S to notice and exit by itself.
 `stop_when`, polled every POLL_S, ends a run early and cleanly: when it returns True the
 driver gets `stop_signal` once (pgbench: SIGALRM, the signal of its own -T end, after
 which it prints its full report; blocklab.execution.cycles) and is then waited for as usual.
+
+Least privilege: every driver execution, every dataset load (`run_driver`) runs as
+`driver_user()`, the server's unprivileged OS user, never as root, whatever blocklab runs
+as; the uid it ran as is read back from /proc (`Execution.uid`) for the run's provenance.
+It writes only into a temporary directory of its own (its working directory), whose
+regular files root then copies into the run's raw files (DRIVER_DIR): the raw directory
+stays root's and need not be reachable by the driver's user, so nothing the driver does
+can redirect a file root writes there.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from blocklab import proc
+from blocklab.errors import RunError
+from blocklab.paths import untraversable
+from blocklab.postgres.cluster import server_user
 
 SERVER_GONE_GRACE_S = 15.0
 POLL_S = 0.5
+DRIVER_DIR = "driver"  # in a run's raw directory: the files the driver wrote
+
+
+def driver_user() -> proc.User:
+    """The OS user drivers, loads and psql run as: the server's unprivileged user (created
+    when missing; never uid 0). One user for both: its rights over the data directory give
+    it nothing a superuser connection does not (COPY ... TO PROGRAM runs as it too), and
+    root gives it nothing."""
+    user = server_user()
+    if user.uid == 0:  # server_user refuses this already; a driver must never be root
+        raise RunError(f"the OS user {user.name!r} is root; drivers never run as root")
+    return user
+
+
+@contextmanager
+def driver_dir(raw_dir: Path, user: proc.User) -> Iterator[Path]:
+    """A fresh directory of `user`'s in the system's temporary directory: the driver's
+    working directory, the only place it writes (pgbench's aggregate logs: a relative
+    --log-prefix). Afterwards root copies its regular files, never a symlink, into
+    raw_dir/DRIVER_DIR (root's) and removes it: the results directory need not be open
+    to the driver's user, and nothing the driver leaves can redirect a write of root's."""
+    base = Path(tempfile.gettempdir())
+    blocked = untraversable(base, user.uid, user.gid)
+    if blocked is not None:
+        raise RunError(
+            f"TMPDIR: the driver's user {user.name!r} cannot enter {blocked}; allowed: a "
+            "temporary directory every user may traverse (/tmp)"
+        )
+    work = Path(tempfile.mkdtemp(prefix="blocklab-driver-", dir=base))
+    try:
+        os.chown(work, user.uid, user.gid)
+        yield work
+    finally:
+        _collect(work, raw_dir / DRIVER_DIR)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _collect(work: Path, dest: Path) -> None:
+    """Copy the regular files directly in `work` into `dest` (made when there are any),
+    each opened without following a symlink."""
+    for entry in os.scandir(work):
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        dest.mkdir(mode=0o755, exist_ok=True)
+        with os.fdopen(fd, "rb") as src, open(dest / entry.name, "wb") as out:
+            shutil.copyfileobj(src, out)
+
+
+def run_driver(argv: Sequence[str], *, timeout_s: float) -> proc.Result:
+    """A driver's command run to completion (a dataset load: pgbench -i, sysbench
+    prepare, psql; the self-test's pgbench) as `driver_user()`."""
+    return proc.run(argv, user=driver_user(), cwd="/", timeout_s=timeout_s)
 
 
 @dataclass(frozen=True)
@@ -32,6 +103,7 @@ class Execution:
     stderr: str
     ended: str  # why blocklab ended it; "" when it exited by itself
     elapsed_s: float
+    uid: int | None = None  # the uid it ran as, read from /proc (None: gone before)
 
 
 def execute(
@@ -49,20 +121,24 @@ def execute(
     out, err = raw_dir / f"{stem}.stdout", raw_dir / f"{stem}.stderr"
     for p in (out, err):
         p.unlink(missing_ok=True)
-    t0 = time.monotonic()
-    child = proc.spawn(argv, stdout_path=out, stderr_path=err)
-    try:
-        stop = None if stop_when is None else _Stop(child, stop_when, stop_signal)
-        code, ended = _watch(child, t0, timeout_s, server_alive, grace_s, stop)
-    except BaseException:
-        proc.end_group(child)
-        raise
+    user = driver_user()
+    with driver_dir(raw_dir, user) as work:
+        t0 = time.monotonic()
+        child = proc.spawn(argv, stdout_path=out, stderr_path=err, user=user, cwd=work)
+        uid = proc.process_uid(child.pid)  # not reaped yet: a zombie still says
+        try:
+            stop = None if stop_when is None else _Stop(child, stop_when, stop_signal)
+            code, ended = _watch(child, t0, timeout_s, server_alive, grace_s, stop)
+        except BaseException:
+            proc.end_group(child)
+            raise
     return Execution(
         exit_code=code,
         stdout=out.read_text(errors="replace"),
         stderr=err.read_text(errors="replace"),
         ended=ended,
         elapsed_s=time.monotonic() - t0,
+        uid=uid,
     )
 
 

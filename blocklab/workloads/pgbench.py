@@ -24,13 +24,18 @@ interval_start in Unix epoch seconds; PG 15 fixed this column order).
 
 from __future__ import annotations
 
+import os
+import pwd
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from blocklab.errors import UserError
 from blocklab.model import WorkloadRequest
+from blocklab.paths import untraversable
+from blocklab.postgres.cluster import SERVER_USER
 from blocklab.postgres.installation import Installation
 
 PREPARE_SQL = "VACUUM pgbench_branches; VACUUM pgbench_tellers; TRUNCATE pgbench_history;"
@@ -107,8 +112,38 @@ def script_args(workload: WorkloadRequest) -> list[str]:
                 f"workload.scripts: {path} does not exist (give absolute paths to pgbench "
                 "script files, optionally with @weight)"
             )
+        closed = closed_to_driver(Path(path))
+        if closed:
+            raise UserError(
+                f"workload.scripts: {path}: pgbench runs as the OS user {SERVER_USER!r}, "
+                f"which {closed}; allowed: a script file every user may read (chmod o+r, "
+                "and o+x on its directories)"
+            )
         args += ["-f", script]
     return args
+
+
+def closed_to_driver(path: Path) -> str:
+    """Why the driver's user (the server user, when it exists) cannot read `path`
+    ("" when it can, or when blocklab runs as that user). By owner, group and other bits,
+    as blocklab.paths.untraversable."""
+    try:
+        pw = pwd.getpwnam(SERVER_USER)
+    except KeyError:
+        return ""
+    if pw.pw_uid == os.geteuid():
+        return ""
+    blocked = untraversable(path.parent, pw.pw_uid, pw.pw_gid)
+    if blocked is not None:
+        return f"cannot enter {blocked}"
+    st = path.stat()
+    if st.st_uid == pw.pw_uid:
+        bit = stat.S_IRUSR
+    elif st.st_gid == pw.pw_gid:
+        bit = stat.S_IRGRP
+    else:
+        bit = stat.S_IROTH
+    return "" if st.st_mode & bit else f"may not read it (mode {stat.S_IMODE(st.st_mode):04o})"
 
 
 def command(

@@ -12,8 +12,13 @@ from blocklab.model import DatasetRequest, WorkloadRequest
 from blocklab.postgres.installation import Installation
 from blocklab.workloads import pages, pgbench
 from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
+from blocklab.workloads.execution import DRIVER_DIR
 
-LOG_PREFIX = "pgbench_log"
+# pgbench writes its aggregate logs itself, as the driver's user, into its working
+# directory (a relative --log-prefix); blocklab.workloads.execution copies them into
+# raw_dir/DRIVER_DIR
+LOG_NAME = "pgbench_log"
+LOG_PREFIX = f"{DRIVER_DIR}/{LOG_NAME}"
 
 
 def _target(endpoint: Endpoint) -> pgbench.Target:
@@ -80,7 +85,7 @@ class PgbenchDriver:
                 inst, target, workload, log_prefix=None, duration_s=duration_s, progress=False
             )
         return pgbench.command(
-            inst, target, workload, log_prefix=raw_dir / LOG_PREFIX, duration_s=duration_s
+            inst, target, workload, log_prefix=Path(LOG_NAME), duration_s=duration_s
         )
 
     def parse(self, stdout: str, stderr: str) -> WorkloadResult:

@@ -27,7 +27,7 @@ from blocklab.errors import BlocklabError, UserError
 from blocklab.model import DatasetRequest, OptionValue, WorkloadRequest
 from blocklab.postgres.installation import Installation
 from blocklab.store.base import QueryRow
-from blocklab.workloads import gotpc, plans, tools, tpch_log
+from blocklab.workloads import gotpc, plans, role, tools, tpch_log
 from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "order
 MAX_PASSES = 100
 MAX_SCALE_FACTOR = 100.0
 BYTES_PER_SCALE_FACTOR = 1_500_000_000  # PostgreSQL tables + primary keys, roughly
+DATABASE = "postgres"
 QUERIES_FILE = "tpch_queries.json"  # in the run's raw directory: texts, times, plans
 # go-tpc's sessions only: the server logs each statement with its duration
 LOG_SETTING = "log_min_duration_statement=0"
@@ -132,17 +133,36 @@ def run_argv(
 
 
 def explain_all(cluster: Cluster, texts: Sequence[str]) -> list[Any]:
-    """EXPLAIN (FORMAT JSON) of each statement as go-tpc sent it, in one psql session
-    (so with the variant's settings), without running it."""
-    sql = "".join(f"EXPLAIN (FORMAT JSON) {t.rstrip().rstrip(';')};\n" for t in texts)
-    out = cluster.psql(sql)
-    decoder, pos = json.JSONDecoder(), 0
+    """EXPLAIN (FORMAT JSON) of each statement as go-tpc sent it, without running it.
+
+    The texts come from the server log, which a variant's log_line_prefix can shape (a
+    newline and `\\! cmd` in it land inside a logged statement): they never reach psql,
+    whose meta-commands run a shell. Each goes through psycopg on the extended protocol
+    (binary results), which takes exactly one SQL statement and no meta-command, in a
+    READ ONLY transaction, as the workload role (not a superuser; blocklab.workloads.role),
+    with the server's settings (the variant's). A text that is not one EXPLAINable
+    statement fails the pass (PlanPassError)."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    conninfo = make_conninfo(
+        host=str(cluster.socket_dir), port=cluster.port, user=role.ROLE, dbname=DATABASE
+    )
     docs: list[Any] = []
-    while len(docs) < len(texts):
-        while pos < len(out) and out[pos].isspace():
-            pos += 1
-        doc, pos = decoder.raw_decode(out, pos)
-        docs.append(doc)
+    with psycopg.connect(conninfo, connect_timeout=30) as conn:
+        conn.read_only = True
+        for i, text in enumerate(texts):
+            sql = f"EXPLAIN (FORMAT JSON) {text.rstrip().rstrip(';')}"
+            try:
+                row = conn.execute(sql.encode(), binary=True).fetchone()
+            except psycopg.Error as e:
+                raise PlanPassError(
+                    f"tpch: the logged statement {i + 1} cannot be explained: "
+                    f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
+                ) from None
+            if row is None:
+                raise PlanPassError(f"tpch: EXPLAIN of the logged statement {i + 1} gave no plan")
+            docs.append(json.loads(row[0]) if isinstance(row[0], str | bytes) else row[0])
     return docs
 
 
@@ -265,7 +285,7 @@ class TpchDriver:
     name = "tpch"
     throughput_metric = "queries per hour"  # the run's queries_per_hour metric too
     throughput_unit = "queries/h"
-    database = "postgres"
+    database = DATABASE
     sets_fillfactor = True  # load_argv sets it before the COPY
     vacuum_after_load = False  # load_argv ends with VACUUM (FREEZE, ANALYZE)
 
@@ -316,6 +336,12 @@ class TpchDriver:
 
     def prepare_sql(self, workload: WorkloadRequest) -> str | None:
         return None
+
+    def needs_superuser(self, major: int) -> bool:
+        """go-tpc's sessions set log_min_duration_statement, a superuser-only setting that
+        PostgreSQL 15+ grants the workload role (blocklab.workloads.role) and older
+        servers cannot: there they connect as the superuser role."""
+        return major < 15
 
     def command(
         self,

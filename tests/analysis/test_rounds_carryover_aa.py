@@ -110,6 +110,6 @@ def test_aa_verdict_names_a_bias_when_the_ci_excludes_1() -> None:
 
 def test_aa_verdict_without_a_bias() -> None:
     c = aa_comparison(_aa_runs(1.0))
-    assert not biased(c) and c.verdict == stats.NO_DIFFERENCE
+    assert not biased(c) and c.verdict not in (stats.FASTER, stats.SLOWER)
     assert aa_sentence(c).startswith("A/A: no bias detected (")
     assert aa_sentence(None) == ""

@@ -88,10 +88,11 @@ def _recorded_tps(name: str) -> list[tuple[float, float | None]]:
 def test_recorded_cold_start_is_not_flagged_from_noise() -> None:
     tps = _recorded_tps("pg18-warmup-simple-update")
     # over the whole minute tps rises a third (the cache warms), but this machine's
-    # 15-18 % swings, autocorrelated, leave that at p ~ 0.02: the test is conservative
+    # 15-18 % swings, autocorrelated, leave that at p ~ 0.06 with nulls up to phi 0.62
+    # (0.02 with the earlier whole-window trend test at p < 0.01): the test is conservative
     whole = st.trend(tps)
     assert whole is not None and whole.change_pct > 30
-    assert st.MAX_P < whole.p_value < 0.05 and not whole.drifted
+    assert st.MAX_P < whole.p_value < 0.1 and not whole.drifted
     window = st.trend(tps[9:29])  # 20 s after steady.detect's warm-up of 9 s
     assert window is not None and not window.drifted
 
@@ -123,3 +124,47 @@ def test_the_change_is_bounded_below_and_a_rise_from_zero_is_said_in_words() -> 
     assert st.change_pct(0.0, 0.0) == 0.0 and math.isinf(st.change_pct(0.0, 5.0))
     text = st.Drift("x", "wal_fpi_per_s", 2, 2, math.inf, 0.0, 30.0).sentence()
     assert text.startswith("full-page images/s rose from 0 inside the measured window")
+
+
+def test_summary_lines_say_judged_flat_or_not_judged() -> None:
+    calm = [{"wal_fpi_per_s": _flat(20, 40, 0.05, 0.0, s), "tps": _flat(20, 3000, 0.03, 0.0, s)}
+            for s in range(4)]  # fmt: skip
+    short = [{"tps": _flat(5, 3000, 0.03, 0.0, s)} for s in range(3)]
+    assert st.summary_lines({"a": calm[:2], "b": calm[2:]}) == [
+        "stationarity: judged flat: 4 of 4 windows (20-point windows)"
+    ]
+    assert st.summary_lines({"a": short}) == [
+        "stationarity: 3 windows not judged (windows of 5 points; at least 8 needed)"
+    ]
+    assert st.summary_lines({"a": calm[:2] + short[:1], "b": [calm[3]]}) == [
+        "stationarity: judged flat: 3 of 3 windows (20-point windows)",
+        "stationarity: not judged (windows of 5 points; at least 8 needed)",
+    ]
+    assert st.summary_lines({}) == [] and st.notes({"a": calm}) == []
+
+
+def test_one_flagged_window_in_32_is_not_a_finding() -> None:
+    storm = {"wal_fpi_per_s": _every_second(FPI_4K)}
+    calm = [{"wal_fpi_per_s": _flat(20, 40, 0.05, 0.0, s)} for s in range(32)]
+    runs = {"a": [storm, *calm[:7]], "b": calm[8:16], "c": calm[16:24], "d": calm[24:]}
+    assert st.summary_lines(runs) == [
+        "stationarity: full-page images/s: 1 of 32 windows drift (noise alone flags at most "
+        "5 %: 1.6 expected); no more than noise gives"
+    ]
+    assert st.notes(runs) == []
+    # four of a's eight: a finding (1 - P(X <= 3), X ~ Binomial(8, 0.05) = 0.00037)
+    runs["a"] = [storm] * 4 + calm[:4]
+    lines = st.summary_lines(runs)
+    assert lines[0].startswith("stationarity: full-page images/s: 4 of 32 windows drift")
+    assert not lines[0].endswith("no more than noise gives") and len(lines) == 2
+    assert lines[1].startswith("! stationarity: full-page images/s fell 98 % inside")
+    assert "in 4 of 8 runs of a" in lines[1] and st.notes(runs) == [lines[1][16:]]
+
+
+def test_the_noise_share_is_a_one_sided_binomial_test() -> None:
+    # P(X >= 2), X ~ Binomial(4, 0.05) = 1 - 0.95^4 - 4 x 0.05 x 0.95^3
+    two_of_four = st.Drift("a", "tps", 2, 4, -10.0)
+    assert math.isclose(two_of_four.noise_p, 1 - 0.95**4 - 4 * 0.05 * 0.95**3)
+    assert two_of_four.finding
+    assert math.isclose(st.Drift("a", "tps", 1, 1, -10.0).noise_p, 0.05)
+    assert not st.Drift("a", "tps", 1, 1, -10.0).finding  # one window alone: never a finding

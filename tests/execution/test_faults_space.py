@@ -68,8 +68,15 @@ def test_a_full_volume_fails_the_run_and_the_next_variant_runs(paths: Paths, pg1
     exp.write_text(FULL_VOLUME)
     results = home / "results"
     try:
-        r = blocklab(
-            "run", str(exp), "--results", str(results), "--quiet", env=env_for(home, paths)
+        r = blocklab(  # --allow scripts: fill.sql runs as the superuser (the trust boundary)
+            "run",
+            str(exp),
+            "--results",
+            str(results),
+            "--quiet",
+            "--allow",
+            "scripts",
+            env=env_for(home, paths),
         )
         assert r.returncode == 1, r.stdout + r.stderr  # failed runs: exit 1
         with closing(sqlite3.connect(results / "blocklab.sqlite")) as c:

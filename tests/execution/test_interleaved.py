@@ -100,3 +100,24 @@ def test_slice_metrics_leave_out_what_cannot_be_computed() -> None:
         ["aa_tps_half0", "aa_tps_half1", "tps_after_switch", "tps_after_repeat"]
     )
     assert (got["aa_tps_half0"], got["aa_tps_half1"]) == pytest.approx((100.0, 110.0))
+
+
+def test_aligned_servers_get_a_checkpoint_timeout_no_round_reaches() -> None:
+    written = {"checkpoint_timeout": "30s", "max_wal_size": "1GB"}
+    assert il.written_settings(written, aligned=False) == written
+    assert il.written_settings(written, aligned=True) == {
+        "checkpoint_timeout": "1d",
+        "max_wal_size": "1GB",
+    }
+
+
+def test_unplanned_checkpoints_count_the_servers_own_inside_the_window() -> None:
+    cps = [
+        {"trigger": "immediate", "started_in_run": False},  # blocklab's, before the window
+        {"trigger": "immediate", "started_in_run": True},  # a requested one: not the server's
+        {"trigger": "wal", "started_in_run": True},  # max_wal_size reached inside
+        {"trigger": "time", "started_in_run": True},
+        {"trigger": "time", "started_in_run": False},  # running when the window opened
+    ]
+    assert il.unplanned_checkpoints(cps) == 2
+    assert il.unplanned_checkpoints([]) == 0

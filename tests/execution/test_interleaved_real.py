@@ -1,11 +1,15 @@
-"""The interleaved design end to end with real builds, servers and pgbench: one round of
-four slices per variant, both servers up at once on dir storages of their own, one record
-per variant from its slices (with its A/A halves and carry-over), both servers stopped
-afterwards, the summary comparing them."""
+"""The interleaved design end to end with real builds, servers and pgbench: two rounds of
+four slices per variant, both servers up at once on the two dir storage slots (which
+the variants swap every two rounds); aligned checkpoints (checkpoint_timeout 1d on both
+servers, a CHECKPOINT right before each one's first measured slice and none of the
+server's own inside the window); one record per variant per round from its slices (with
+its slot, A/A halves and carry-over), both servers stopped afterwards, the summary
+comparing them."""
 
 from __future__ import annotations
 
 import csv
+import json
 import re
 import sqlite3
 import subprocess
@@ -14,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from blocklab.execution import orders
+from blocklab.experiment_file.experiment import default_seed
 from blocklab.paths import Paths, ensure_dir
 
 pytestmark = [pytest.mark.build, pytest.mark.root]
@@ -21,13 +27,14 @@ pytestmark = [pytest.mark.build, pytest.mark.root]
 EXPERIMENT = """
 [experiment]
 name = "il-real"
-rounds = 1
+rounds = 2
 reference = { block_size = 8 }
 
 [design]
 kind = "interleaved"
 slice_s = 1
 slices = 4
+checkpoint = "aligned"
 
 [matrix]
 postgres = "18"
@@ -90,6 +97,26 @@ def _check_slice_metrics(
     assert got["tps_after_repeat"] == pytest.approx(_tps(repeat), rel=1e-5)
 
 
+def _check_slots_and_checkpoints(
+    rows: list[sqlite3.Row], slots: dict[int, float], unplanned: dict[int, float]
+) -> None:
+    """Each round uses both slots, each variant the one orders.storage_slots gives it (the
+    swap itself, every two rounds, is tests/execution/test_orders.py's); each server got
+    checkpoint_timeout 1d and took no checkpoint of its own in its window."""
+    by = {(r["round"], r["variant_id"]): r for r in rows}
+    vids = sorted({r["variant_id"] for r in rows})
+    for rnd in (1, 2):
+        want = orders.storage_slots(vids, seed=default_seed("il-real"), round_no=rnd)
+        assert {v: slots[by[rnd, v]["id"]] for v in vids} == want
+    for r in rows:
+        prov = json.loads(r["provenance_json"])
+        assert prov["storage_slot"] == slots[r["id"]] and prov["checkpoint"] == "aligned"
+        assert prov["settings_written"]["checkpoint_timeout"] == "1d"
+        effective = json.loads(r["settings_json"])["checkpoint_timeout"]
+        assert (effective["setting"], effective["unit"]) == ("86400", "s")
+        assert unplanned.get(r["id"], 0.0) == 0.0
+
+
 @pytest.mark.alongside(2)
 def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
     paths: Paths,
@@ -103,13 +130,25 @@ def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
     assert done.returncode == 0, done.stdout + done.stderr
     with sqlite3.connect(results / "blocklab.sqlite") as c:
         c.row_factory = sqlite3.Row
-        rows = list(c.execute("SELECT * FROM runs ORDER BY position"))
+        every = list(c.execute("SELECT * FROM runs ORDER BY round, position"))
         stored = {
             (m["run_id"], m["name"]): m["value"]
             for m in c.execute("SELECT * FROM metrics WHERE name LIKE '%tps%'")
         }
-    assert len(rows) == 2
-    assert {r["status"] for r in rows} == {"ok"}, [r["reason"] for r in rows]
+        slots = {
+            m["run_id"]: m["value"]
+            for m in c.execute("SELECT * FROM metrics WHERE name = 'storage_slot'")
+        }
+        unplanned = {
+            m["run_id"]: m["value"]
+            for m in c.execute(
+                "SELECT * FROM metrics WHERE name = 'interleaved_unplanned_checkpoints'"
+            )
+        }
+    assert len(every) == 4
+    assert {r["status"] for r in every} == {"ok"}, [r["reason"] for r in every]
+    _check_slots_and_checkpoints(every, slots, unplanned)
+    rows = [r for r in every if r["round"] == 1]
     assert [(r["round"], r["copy_index"], r["position"]) for r in rows] == [(1, 0, 0), (1, 0, 1)]
     first = rows[0]["variant_id"]
     measured = []
@@ -144,4 +183,5 @@ def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
     assert summary.returncode == 0, summary.stderr
     out = " ".join(summary.stdout.split())
     assert "design interleaved" in out and "bs=4k" in out and "bs=8k" in out, out[-3000:]
-    assert "Thue-Morse halves of its slices) half 1 vs half 0, 1 rounds" in out, out[-3000:]
+    # the slot A/A needs 3 rounds or more: two rounds say so, under the slots' label
+    assert "storage slot 1 / slot 0" in out, out[-3000:]

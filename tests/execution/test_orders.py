@@ -179,3 +179,28 @@ def test_interleaved_one_slot_per_variant_first_alternating_over_rounds() -> Non
 def test_slice_order_takes_two_variants() -> None:
     with pytest.raises(ValueError, match="two variants"):
         orders.slice_order(["a", "b", "c"], 2, 1)
+
+
+@pytest.mark.parametrize("seed", [1, 7, 1823227456])
+def test_interleaved_storage_slots_balance_over_four_rounds(seed: int) -> None:
+    """In every 4 rounds each variant takes each storage slot twice, once as the round's
+    first variant and once as its second; both slots are used every round."""
+    for start in (1, 5, 9):
+        seen: dict[tuple[str, int, bool], int] = {}
+        for n in range(start, start + orders.SLOT_PERIOD):
+            slots = orders.storage_slots(["a", "b"], seed=seed, round_no=n)
+            assert sorted(slots.values()) == [0, 1]
+            first = orders.round_slices(["a", "b"], seed=seed, slices=2, round_no=n)[0]
+            for vid, slot in slots.items():
+                key = (vid, slot, vid == first)
+                seen[key] = seen.get(key, 0) + 1
+        assert seen == {(v, s, f): 1 for v in "ab" for s in (0, 1) for f in (True, False)}
+
+
+def test_interleaved_storage_slots_swap_and_ignore_the_ids_order() -> None:
+    got = [orders.storage_slots(["a", "b"], seed=3, round_no=n)["a"] for n in range(1, 9)]
+    assert sorted(got[:4]) == [0, 0, 1, 1] and got[:4] == got[4:]
+    for n in range(1, 9):
+        assert orders.storage_slots(["b", "a"], seed=3, round_no=n) == orders.storage_slots(
+            ["a", "b"], seed=3, round_no=n
+        )

@@ -20,10 +20,12 @@ from helpers import postgres_running_in as _postgres_running_in
 from blocklab.execution.lab import Lab
 from blocklab.model import BuildRequest, DatasetRequest, Variant, WorkloadRequest
 from blocklab.paths import Paths
+from blocklab.postgres.cluster import server_user
 from blocklab.postgres.installation import Installation
 from blocklab.state import State
 from blocklab.store import ResultsDB, RunRecord
 from blocklab.workloads import dataset, pgbench
+from blocklab.workloads.role import ROLE
 
 PG15 = BuildRequest(pg="15")
 DURATION_S = 3
@@ -111,7 +113,9 @@ def assert_good_run(rec: RunRecord, db: ResultsDB | None = None) -> None:
     for name in ("pgbench.argv", "pgbench.stdout", "pgbench.stderr", "server.log"):
         assert (raw_dir / name).exists(), name
     assert (raw_dir / "pgbench.exit_code").read_text().strip() == "0"
-    assert pgbench.aggregate_log_files(raw_dir / "pgbench_log")
+    assert pgbench.aggregate_log_files(raw_dir / "driver" / "pgbench_log")  # pgbench's own dir
+    assert rec.provenance["driver_uid"] == server_user().uid != 0  # never root
+    assert rec.provenance["driver_role"] == ROLE  # the workload role, not a superuser
     assert "checkpoint" in (raw_dir / "server.log").read_text()  # this run's CHECKPOINT
     assert rec.provenance["pgbench_argv"][0].endswith("pgbench")
     assert rec.provenance["geometry"]["block_size_bytes"] in (4096, 8192)
@@ -191,6 +195,33 @@ def test_pgbench_exit_code_2_is_never_a_result(env: Env, paths: Paths) -> None:
     assert rec.status == "failed" and rec.exit_code in (1, 2)
     assert f"exit code {rec.exit_code}" in rec.reason and "division by zero" in rec.reason
     assert rec.tps is None and rec.transactions is None and not rec.series
+
+
+def test_a_hostile_script_runs_unprivileged_and_as_no_superuser(env: Env, paths: Paths) -> None:
+    """A custom script's \\shell and \\setshell run as the server's unprivileged user
+    (a file they make is not root's), its SQL as the workload role: COPY ... TO PROGRAM
+    is refused, and that run is a failure."""
+    tag = uuid.uuid4().hex[:8]
+    canary, uid_file, refused = (Path(f"/tmp/blocklab-{n}-{tag}") for n in ("canary", "uid", "no"))
+    shell = paths.home / f"shell-{tag}.sql"
+    shell.write_text(
+        f"\\shell touch {canary}\n\\setshell uid id -u\n\\shell echo :uid > {uid_file}\n"
+        "SELECT :uid;\n"
+    )
+    copy = paths.home / f"copy-{tag}.sql"
+    copy.write_text(f"COPY (SELECT 1) TO PROGRAM 'touch {refused}';\n")
+    try:
+        rec = env.run(variant(builtin=None, scripts=(str(shell),), clients=1))
+        assert rec.status == "ok", rec.reason
+        assert canary.stat().st_uid == server_user().uid != 0  # ran, but never as root
+        assert uid_file.read_text().strip() == str(server_user().uid)
+        assert rec.provenance["driver_uid"] == server_user().uid
+        bad = env.run(variant(builtin=None, scripts=(str(copy),), clients=1))
+        assert bad.status == "failed" and "must be superuser" in bad.reason, bad.reason
+        assert not refused.exists()
+    finally:
+        for f in (canary, uid_file, refused):
+            f.unlink(missing_ok=True)
 
 
 @dataclass

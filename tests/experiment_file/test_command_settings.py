@@ -1,6 +1,7 @@
 """Settings that run commands or load libraries (issue 23, item 3): refused unless the
-experiment sets [experiment] allow_commands = true AND `run`/`agent` is started with
---allow-command-settings; the refusal names the key and why (exit 2)."""
+experiment sets [experiment] allow_commands = true AND `plan`/`run`/`agent` is started
+with --allow commands (or its older name --allow-command-settings, issue 31); the
+refusal names the key and why (exit 2)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from blocklab import experiment_file as spec
 from blocklab.cli import main
 from blocklab.errors import UserError
+from blocklab.experiment_file import trust
 from blocklab.experiment_file.settings import COMMAND_SETTINGS, command_settings, runs_commands
 
 FILE = """
@@ -71,16 +73,16 @@ def test_allowed_by_the_file_still_needs_the_flag(tmp_path: Path) -> None:
     assert exp.allow_commands and exp.command_settings() == ["archive_command"]
     assert exp.to_json()["allow_commands"] is True
     with pytest.raises(UserError) as info:
-        exp.check_commands_allowed(False)
-    assert "--allow-command-settings" in str(info.value)
+        trust.check(exp, frozenset(), tmp_path, who="blocklab run")
+    assert "--allow commands" in str(info.value)
     assert "matrix.settings.archive_command" in str(info.value)
-    exp.check_commands_allowed(True)  # both: allowed
+    trust.check(exp, frozenset({"commands"}), tmp_path, who="blocklab run")  # both: allowed
 
 
 def test_ordinary_files_keep_their_json(tmp_path: Path) -> None:
     exp = spec.load(_write(tmp_path, "work_mem", '"64MB"'))
     assert "allow_commands" not in exp.to_json() and exp.command_settings() == []
-    exp.check_commands_allowed(False)
+    trust.check(exp, frozenset(), tmp_path, who="blocklab run")
 
 
 def test_run_without_the_flag_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,12 +90,19 @@ def test_run_without_the_flag_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     results = tmp_path / "results"
     assert main(["run", str(path), "--results", str(results)]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "--allow-command-settings" in err and "archive_command" in err
+    assert "--allow commands" in err and "archive_command" in err
     assert not results.exists()  # nothing was started
 
 
-def test_plan_says_what_the_file_allows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("flag", [["--allow", "commands"], ["--allow-command-settings"]])
+def test_plan_says_what_the_file_and_the_owner_allow(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: list[str]
+) -> None:
+    """Changed in issue 31: `plan` refuses what the owner has not granted (exit 2), as
+    `run` does; granted, it shows the settings."""
     path = _write(tmp_path, "archive_command", '"true"', "allow_commands = true")
-    assert main(["plan", str(path)]) == 0
+    assert main(["plan", str(path)]) == 2
+    assert "--allow commands" in " ".join(capsys.readouterr().err.split())
+    assert main(["plan", str(path), *flag]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "run commands or load libraries: archive_command" in out

@@ -234,13 +234,15 @@ def test_demo_is_small_and_compares_4k_with_8k() -> None:
     assert exp.variant(exp.reference_id()).build.block_size_kb == 8
     w = exp.variants()[0].workload
     assert (w.builtin, w.query_mode, w.clients) == ("simple-update", "prepared", 4)
-    # the demo measures whole checkpoint cycles: --cycles, not --duration, sets its window
-    short = spec.demo(rounds=2, cycles=2, scale=1, clients=2)
+    # the demo interleaves slices with aligned checkpoints: no whole cycles, so no --cycles
+    rd = exp.run_design
+    assert (rd.kind, rd.checkpoint, rd.slices, rd.slice_s) == ("interleaved", "aligned", 4, 5)
+    assert exp.name == "demo-page-size-interleaved" and exp.rounds % 2 == 0
+    short = spec.demo(rounds=2, scale=1, clients=2)
     assert short.rounds == 2
-    assert short.run_design.cycles == 2
     assert short.variants()[0].dataset.scale == 1
-    with pytest.raises(UserError, match="--duration"):
-        spec.demo(duration_s=5)
+    with pytest.raises(UserError, match="--cycles"):
+        spec.demo(cycles=2)
     with pytest.raises(UserError, match="matrix.clients"):
         spec.demo(clients=0)
 

@@ -168,6 +168,10 @@ def test_instrumented_run(server: Cluster) -> None:
     assert m["hot_update_ratio"] is not None and 0 < m["hot_update_ratio"] <= 1
     assert m["cache_hit_ratio"] is not None and 0.5 < m["cache_hit_ratio"] <= 1
     assert m["server_cpu_s"] is not None and m["server_cpu_s"] > 0
+    # other processes' CPU (blocklab.probes.disturbance): measured, a share of the machine
+    share = m["disturbance_cpu_share"]
+    assert share is not None and 0 <= share <= 1 and m["disturbance_cpu_s"] is not None
+    assert res.facts["disturbance_basis"].startswith("/proc/stat busy")
     # a plain directory: the host's device, shared, under one name
     assert res.facts["devices"][0]["counted_as"] == "host_device"
     assert not any(k.startswith("device_") for k in m)

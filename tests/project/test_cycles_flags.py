@@ -1,4 +1,5 @@
-"""An experiment whose [design] measures whole checkpoint cycles (the demo): --duration is
+"""An experiment whose [design] measures whole checkpoint cycles (tests/project/data/
+page-size-cycles.toml, the demo until it became interleaved): --duration is
 refused before anything starts (the cycles set the window, not a duration), and --cycles
 sets how many cycles a run measures, as another experiment; --cycles is refused for a
 design that measures a duration."""
@@ -18,6 +19,7 @@ from blocklab.paths import Paths
 from blocklab.state import State
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
+CYCLES = str(Path(__file__).parent / "data" / "page-size-cycles.toml")
 
 
 def _nothing_created(home: Path, results: Path) -> None:
@@ -31,7 +33,7 @@ def test_duration_on_the_cycles_demo_exits_2_and_starts_nothing(
     tmp_path: Path, command: str
 ) -> None:
     home, results = tmp_path / "home", tmp_path / "results"
-    r = _blocklab(command, "--duration", "60", "--results", str(results), home=home)
+    r = _blocklab(command, CYCLES, "--duration", "60", "--results", str(results), home=home)
     assert r.returncode == 2, r.stdout + r.stderr
     err = " ".join(r.stderr.split())  # rich wraps long lines
     assert "--duration:" in err
@@ -52,14 +54,14 @@ def test_cycles_on_a_duration_design_exits_2_and_starts_nothing(tmp_path: Path) 
 
 
 def test_cycles_out_of_range_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "--cycles", "21"]) == 2
+    assert main(["plan", CYCLES, "--cycles", "21"]) == 2
     assert "--cycles: whole cycles per run, 1..20 (got 21)" in capsys.readouterr().err
-    assert main(["plan", "--cycles", "0"]) == 2
+    assert main(["plan", CYCLES, "--cycles", "0"]) == 2
     assert "--cycles: must be at least 1" in capsys.readouterr().err
 
 
-def test_cycles_renames_the_demo_keeps_its_seed_and_lengthens_each_run() -> None:
-    one, two = spec.demo(), spec.demo(cycles=2)
+def test_cycles_renames_the_experiment_keeps_its_seed_and_lengthens_each_run() -> None:
+    one, two = spec.load(Path(CYCLES)), spec.load(Path(CYCLES), overrides={"cycles": 2})
     assert two.name == "demo-page-size-cycles-n2" and two.seed == one.seed
     assert (one.run_design.cycles, two.run_design.cycles) == (1, 2)
     # one more 30 s checkpoint cycle per run, for every run
@@ -68,16 +70,21 @@ def test_cycles_renames_the_demo_keeps_its_seed_and_lengthens_each_run() -> None
     assert p2.eta_runs_s - p1.eta_runs_s == pytest.approx(p1.runs * 30)
     assert cycles.window_line(one) is not None
     with pytest.raises(UserError, match="--duration: .* 1 whole checkpoint cycle"):
-        spec.demo(duration_s=60)
+        spec.load(Path(CYCLES), overrides={"duration": 60})
+
+
+def test_the_interleaved_demo_refuses_cycles() -> None:
+    with pytest.raises(UserError, match='--cycles: only for \\[design\\] checkpoint = "cycles"'):
+        spec.demo(cycles=2)
 
 
 def test_plan_cycles_prints_the_longer_window_under_its_stored_name(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BLOCKLAB_CACHE", str(tmp_path / "empty-cache"))
-    assert main(["plan", "--results", str(tmp_path / "r")]) == 0
+    assert main(["plan", CYCLES, "--results", str(tmp_path / "r")]) == 0
     one = capsys.readouterr().out
-    assert main(["plan", "--cycles", "2", "--results", str(tmp_path / "r")]) == 0
+    assert main(["plan", CYCLES, "--cycles", "2", "--results", str(tmp_path / "r")]) == 0
     two = capsys.readouterr().out
     assert "stored as experiment 'demo-page-size-cycles-n2'" in two
     assert "measured window: 1 whole checkpoint cycle per run (checkpoint_timeout 30 s" in one

@@ -68,6 +68,7 @@ def test_example_runs_end_to_end(example: Path, paths: Paths, tmp_path: Path) ->
     results = tmp_path / "results"
     argv = [sys.executable, "-m", "blocklab.cli", "run", str(example), "--rounds", "1", "-q"]
     argv += ["--results", str(results), "--scale", "1", "--duration", "2"]
+    argv += ["--allow", "scripts"]  # the owner's grant: wal-block-clients runs a script file
     started = time.monotonic()
     r = subprocess.run(argv, capture_output=True, text=True, timeout=3600, env=dict(os.environ))
     took_s = time.monotonic() - started

@@ -12,11 +12,12 @@ import pytest
 
 
 def test_every_geometry_is_one_blocklab_build_and_a_failure_does_not_stop_the_rest() -> None:
-    lines = prebuild.script(((8, 8), (2, 8))).splitlines()
+    lines = prebuild.script(((8, 8), (2, 8), (8, 8, 1))).splitlines()
     assert lines[0] == "set -u"
     assert lines[1].endswith("blocklab.cli build --pg 18 --block-size 8 --wal-block-size 8 || true")
     assert lines[2].endswith("blocklab.cli build --pg 18 --block-size 2 --wal-block-size 8 || true")
-    assert len(set(prebuild.PREBUILT)) == len(prebuild.PREBUILT) == 6
+    assert lines[3].endswith("--block-size 8 --wal-block-size 8 --layout-seed 1 || true")
+    assert len(set(prebuild.PREBUILT)) == len(prebuild.PREBUILT) == 7  # six geometries, a layout
 
 
 def test_what_is_still_building_at_the_end_is_ended(

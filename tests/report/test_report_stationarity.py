@@ -1,6 +1,7 @@
 """The experiment page says which variant's measured windows drifted, with the sentence
-the summary prints (blocklab.analysis.stationarity.notes): on SYNTHETIC results where one
-variant's full-page images/s decay through every run (tests/report_fixture.py)."""
+the summary prints after "! stationarity: " (blocklab.analysis.stationarity.notes): on
+SYNTHETIC results where one variant's full-page images/s decay through every run
+(tests/report_fixture.py)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def test_the_experiment_page_carries_the_drift_sentence(tmp_path: Path) -> None:
     label = next(v.label for v in view.variants if v.variant_id == STORM)
     fpi = [n for n in view.stationarity if n.startswith("full-page images/s")]
     # 3 rounds, the second variant's last run failed: the storm variant ran 3 times ok
-    assert fpi == [n for n in summary.stationarity if n.startswith("full-page images/s")]
+    finding = "! stationarity: full-page images/s"
+    assert fpi == [
+        n.removeprefix("! stationarity: ") for n in summary.stationarity if n.startswith(finding)
+    ]
     assert len(fpi) == 1 and f"in 3 of 3 runs of {label}: " in fpi[0]
     # 2,000/s x 0.95^t over 60 s: 2,000 -> 92/s
     assert fpi[0].startswith(

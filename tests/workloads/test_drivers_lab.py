@@ -118,6 +118,8 @@ def test_sysbench_read_write_stores_sysbench_s_own_tps(lab, tmp_path: Path) -> N
     assert rec.transactions == int(own.group(1)) and rec.failed_transactions == 0
     assert rec.latency_avg_ms and rec.provenance["throughput_metric"] == "tps"
     assert rec.command.split()[1:3] == ["oltp_read_write", "--db-driver=pgsql"]
+    assert rec.provenance["driver_uid"] not in (0, None)  # the server's user, never root
+    assert rec.provenance["driver_role"] == "blocklab_workload"  # owns sbtest, no superuser
     for name in ("sysbench.argv", "sysbench.stdout", "sysbench.stderr", "sysbench.exit_code"):
         assert (tmp_path / "ok" / name).exists(), name
     # fillfactor 80 on every table the load made and 70 on every index (the primary
@@ -162,6 +164,8 @@ def test_tpcc_one_warehouse_then_a_killed_server(lab, tmp_path: Path) -> None:  
     assert rec.metrics["nopm"] == rec.tps and rec.metrics["tpm_total"] == float(own.group(2))
     assert rec.provenance["throughput_metric"] == "tpmC"
     assert rec.provenance["throughput_unit"] == "NEW_ORDER/min"
+    assert rec.provenance["driver_uid"] not in (0, None)
+    assert rec.provenance["driver_role"] == "blocklab_workload"
     assert 2 <= len(rec.series["tpmc"]) <= 4
     tables = {n: r for n, r in relations(rec).items() if r["kind"] == "table"}
     assert {"warehouse", "district", "stock", "order_line", "new_order"} <= set(tables)

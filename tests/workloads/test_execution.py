@@ -1,41 +1,85 @@
 """blocklab.workloads.execution with real processes: output lands in the raw files, a
-driver that outlives its server or its time is ended with its whole process group."""
+driver that outlives its server or its time is ended with its whole process group, and
+every driver runs as the server's unprivileged user, never root.
+
+The raw directories are under the test home, not pytest's tmp_path (0700: the driver's
+user could not reach it)."""
 
 from __future__ import annotations
 
 import os
+import pwd
 import time
+import uuid
 from pathlib import Path
 
+import pytest
+
 from blocklab import proc
-from blocklab.workloads.execution import execute
+from blocklab.paths import Paths, ensure_dir
+from blocklab.workloads.execution import DRIVER_DIR, driver_user, execute, run_driver
+
+
+@pytest.fixture
+def raw(paths: Paths) -> Path:
+    """A run's raw directory as the runner makes it: root's, under a reachable home."""
+    return ensure_dir(paths.home / "execution" / uuid.uuid4().hex[:8])
+
 
 # a "driver" that prints, starts a child in its own process group, and hangs
 HANGING = ["sh", "-c", "echo started; echo oops >&2; sleep 300 & echo $! > child.pid; wait"]
 
 
-def test_exit_code_and_output_in_the_raw_files(tmp_path: Path) -> None:
-    res = execute(["sh", "-c", "echo out; echo err >&2; exit 3"], tmp_path, "x",
+def test_exit_code_and_output_in_the_raw_files(raw: Path) -> None:
+    res = execute(["sh", "-c", "echo out; echo err >&2; exit 3"], raw, "x",
                   timeout_s=60, server_alive=lambda: True)  # fmt: skip
     assert (res.exit_code, res.stdout, res.stderr, res.ended) == (3, "out\n", "err\n", "")
-    assert (tmp_path / "x.stdout").read_text() == "out\n"
+    assert (raw / "x.stdout").read_text() == "out\n"
 
 
-def test_a_driver_outliving_its_server_is_ended_with_its_group(tmp_path: Path) -> None:
-    argv = [a.replace("child.pid", str(tmp_path / "child.pid")) for a in HANGING]
+def test_the_driver_runs_unprivileged_in_its_own_directory(raw: Path) -> None:
+    """Never uid 0: the uid /proc showed is the server user's, so is `id -u`'s. The
+    driver works in a temporary directory of its own; root copies its regular files (not
+    its symlinks) into raw/DRIVER_DIR, and the raw directory stays closed to it."""
+    user = driver_user()
+    assert user.uid != 0 and pwd.getpwuid(user.uid).pw_name == "blocklab"
+    script = (
+        f"id -u; pwd; echo data > mine; ln -s /etc/shadow secret; "
+        f"touch {raw}/theirs 2>/dev/null || echo refused"
+    )
+    res = execute(["sh", "-c", script], raw, "x", timeout_s=60, server_alive=lambda: True)
+    assert res.exit_code == 0, res.stderr
+    assert res.uid == user.uid != 0
+    uid_said, cwd, refused = res.stdout.split()
+    assert int(uid_said) == user.uid and refused == "refused"
+    assert not Path(cwd).exists()  # removed after the copy
+    assert (raw / DRIVER_DIR / "mine").read_text() == "data\n"
+    assert not (raw / DRIVER_DIR / "secret").exists() and not (raw / "theirs").exists()
+    assert {p.stat().st_uid for p in (raw, raw / DRIVER_DIR, raw / DRIVER_DIR / "mine")} == {0}
+    assert run_driver(["id", "-u"], timeout_s=60).stdout.strip() == str(user.uid)  # loads
+
+
+def test_a_raw_directory_closed_to_the_driver_still_gets_its_files(raw: Path) -> None:
+    closed = ensure_dir(raw / "closed")
+    os.chmod(closed, 0o700)
+    res = execute(["sh", "-c", "echo x > f"], closed, "x", timeout_s=60, server_alive=lambda: True)
+    assert res.exit_code == 0 and (closed / DRIVER_DIR / "f").read_text() == "x\n"
+
+
+def test_a_driver_outliving_its_server_is_ended_with_its_group(raw: Path) -> None:
     t0 = time.monotonic()
-    res = execute(argv, tmp_path, "x", timeout_s=600, server_alive=lambda: False, grace_s=1.0)
+    res = execute(HANGING, raw, "x", timeout_s=600, server_alive=lambda: False, grace_s=1.0)
     assert res.exit_code is None and "after the server died" in res.ended
     assert time.monotonic() - t0 < 300  # not the child's sleep, not the timeout
     assert res.stdout == "started\n" and res.stderr == "oops\n"
-    child = int((tmp_path / "child.pid").read_text())
+    child = int((raw / DRIVER_DIR / "child.pid").read_text())  # from its working directory
     deadline = time.monotonic() + 10
     while proc.pid_alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not proc.pid_alive(child)  # the whole group was ended
 
 
-def test_a_driver_over_its_time_is_ended(tmp_path: Path) -> None:
-    res = execute(["sleep", "300"], tmp_path, "x", timeout_s=1, server_alive=lambda: True)
+def test_a_driver_over_its_time_is_ended(raw: Path) -> None:
+    res = execute(["sleep", "300"], raw, "x", timeout_s=1, server_alive=lambda: True)
     assert res.exit_code is None and res.ended.startswith("timed out after 1 s")
-    assert os.path.exists(tmp_path / "x.stderr")
+    assert os.path.exists(raw / "x.stderr")

@@ -3,12 +3,24 @@ output kept (pgbench's SIGALRM: blocklab.execution.cycles)."""
 
 from __future__ import annotations
 
-import sys
 import time
+import uuid
 from pathlib import Path
 
+import pytest
+
+from blocklab.paths import Paths, ensure_dir
 from blocklab.workloads.execution import execute
 
+
+@pytest.fixture
+def raw(paths: Paths) -> Path:
+    """Under the test home: pytest's tmp_path (0700) is closed to the driver's user."""
+    return ensure_dir(paths.home / "execution-stop" / uuid.uuid4().hex[:8])
+
+
+# the system's Python: the driver's user cannot enter the test's own (under /root)
+PYTHON = "/usr/bin/python3"
 CHILD = (
     "import signal, sys, time\n"
     "done = []\n"
@@ -20,11 +32,11 @@ CHILD = (
 )
 
 
-def test_stop_when_ends_the_driver_cleanly(tmp_path: Path) -> None:
+def test_stop_when_ends_the_driver_cleanly(raw: Path) -> None:
     t0 = time.monotonic()
     res = execute(
-        [sys.executable, "-c", CHILD],
-        tmp_path,
+        [PYTHON, "-c", CHILD],
+        raw,
         "child",
         timeout_s=30,
         server_alive=lambda: True,
@@ -35,10 +47,10 @@ def test_stop_when_ends_the_driver_cleanly(tmp_path: Path) -> None:
     assert res.elapsed_s < 5
 
 
-def test_without_stop_when_it_runs_on(tmp_path: Path) -> None:
+def test_without_stop_when_it_runs_on(raw: Path) -> None:
     res = execute(
-        [sys.executable, "-c", CHILD.replace("< 20", "< 1")],
-        tmp_path,
+        [PYTHON, "-c", CHILD.replace("< 20", "< 1")],
+        raw,
         "child",
         timeout_s=30,
         server_alive=lambda: True,

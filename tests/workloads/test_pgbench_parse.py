@@ -8,6 +8,8 @@ import pytest
 
 from blocklab.errors import UserError
 from blocklab.model import WorkloadRequest
+from blocklab.paths import Paths, ensure_dir
+from blocklab.postgres.cluster import server_user
 from blocklab.postgres.installation import Installation
 from blocklab.workloads import pgbench
 from blocklab.workloads.pgbench import verdict
@@ -167,13 +169,30 @@ def test_command_line() -> None:
     assert "-l" not in warm and "-P" not in warm and warm[warm.index("-T") + 1] == "3"
 
 
-def test_custom_script_must_exist(tmp_path: Path) -> None:
-    script = tmp_path / "x.sql"
+def test_custom_script_must_exist(paths: Paths) -> None:
+    script = ensure_dir(paths.home / "scripts") / "x.sql"  # pytest's tmp_path is 0700
     script.write_text("SELECT 1;\n")
     w = WorkloadRequest(builtin=None, scripts=(f"{script}@3",))
     assert pgbench.script_args(w) == ["-f", f"{script}@3"]
     with pytest.raises(UserError, match="does not exist"):
-        pgbench.script_args(WorkloadRequest(builtin=None, scripts=(str(tmp_path / "no.sql"),)))
+        pgbench.script_args(WorkloadRequest(builtin=None, scripts=(str(script.parent / "no.sql"),)))
+
+
+def test_a_script_the_driver_user_cannot_read_is_refused(paths: Paths, tmp_path: Path) -> None:
+    """pgbench runs as the server's unprivileged user: a script it could not open is
+    refused naming the key, not left to fail inside the run."""
+    server_user()  # made when missing
+    closed = ensure_dir(paths.home / "closed" / tmp_path.name)
+    closed.chmod(0o700)  # root's, closed to others
+    hidden = closed / "x.sql"
+    hidden.write_text("SELECT 1;\n")
+    with pytest.raises(UserError, match=r"workload.scripts: .*cannot enter .*chmod o\+r"):
+        pgbench.script_args(WorkloadRequest(builtin=None, scripts=(str(hidden),)))
+    unreadable = ensure_dir(paths.home / "scripts") / f"secret-{tmp_path.name}.sql"
+    unreadable.write_text("SELECT 1;\n")
+    unreadable.chmod(0o600)
+    with pytest.raises(UserError, match=r"may not read it \(mode 0600\)"):
+        pgbench.script_args(WorkloadRequest(builtin=None, scripts=(str(unreadable),)))
 
 
 def test_aggregate_log_files_are_found_per_thread(tmp_path: Path) -> None:

@@ -130,7 +130,8 @@ def plan(tmp_path: Path, **values: object) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BLOCKLAB_HOME": str(tmp_path / "home")}
     env["BLOCKLAB_CACHE"] = str(tmp_path / "cache")  # empty: a build would show here
     return subprocess.run(
-        [sys.executable, "-m", "blocklab.cli", "plan", str(f)],
+        # --allow paths: a dir storage outside the file's directory is the owner's to grant
+        [sys.executable, "-m", "blocklab.cli", "plan", str(f), "--allow", "paths"],
         capture_output=True,
         text=True,
         env=env,

@@ -1,0 +1,67 @@
+"""[design] layout_control = N: N layout variants of each reference build as extra arms
+(blocklab.experiment_file.layout_control), and what `plan` refuses with exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from blocklab import experiment_file as spec
+from blocklab.cli import main
+from blocklab.errors import UserError
+
+HEAD = '[experiment]\nname = "lc"\nrounds = 4\nreference = { block_size = 8 }\n'
+MATRIX = "[matrix]\nblock_size = [4, 8]\nduration = 20\n"
+
+
+def _file(tmp_path: Path, design: str, matrix: str = MATRIX) -> Path:
+    f = tmp_path / "x.toml"
+    f.write_text(HEAD + design + matrix)
+    return f
+
+
+def test_each_reference_gets_n_layout_copies_compared_with_it(tmp_path: Path) -> None:
+    exp = spec.load(_file(tmp_path, '[design]\nkind = "abba"\nlayout_control = 3\n'))
+    by_label = {v.label: v for v in exp.variants()}
+    assert list(by_label) == ["bs=4k", "bs=8k", "bs=8k layout1", "bs=8k layout2", "bs=8k layout3"]
+    ref = by_label["bs=8k"]
+    for seed in (1, 2, 3):
+        copy = by_label[f"bs=8k layout{seed}"]
+        assert copy.build == ref.build.model_copy(update={"layout_seed": seed})
+        assert (copy.storage, copy.dataset, copy.workload, copy.settings) == (
+            ref.storage, ref.dataset, ref.workload, ref.settings,
+        )  # fmt: skip
+        assert exp.reference_map[copy.variant_id] == ref.variant_id
+        assert exp.dims_map[copy.variant_id]["layout_seed"] == seed
+    assert exp.reference_map[by_label["bs=4k"].variant_id] == ref.variant_id
+    assert exp.to_json()["design"]["layout_control"] == 3
+
+
+def test_without_it_nothing_changes_not_even_the_stored_design(tmp_path: Path) -> None:
+    exp = spec.load(_file(tmp_path, '[design]\nkind = "abba"\n'))
+    assert [v.label for v in exp.variants()] == ["bs=4k", "bs=8k"]
+    assert "layout_control" not in exp.to_json()["design"]
+    assert all(v.build.layout_seed is None for v in exp.variants())
+
+
+@pytest.mark.parametrize(
+    ("design", "matrix", "message"),
+    [
+        ('kind = "abba"\nlayout_control = 9\n', MATRIX, "design.layout_control"),
+        ('kind = "abba"\nlayout_control = -1\n', MATRIX, "design.layout_control"),
+        ('kind = "interleaved"\nlayout_control = 2\n', MATRIX, "design.layout_control"),
+        (
+            'kind = "abba"\nlayout_control = 2\n',
+            "[matrix]\nblock_size = 8\nlayout_seed = [1, 2]\nduration = 20\n",
+            "design.layout_control",
+        ),
+    ],
+)
+def test_refused_with_the_key_named(tmp_path: Path, design: str, matrix: str, message: str) -> None:
+    f = tmp_path / "x.toml"
+    head = HEAD.replace("reference = { block_size = 8 }", "reference = { layout_seed = 1 }")
+    f.write_text((head if "layout_seed" in matrix else HEAD) + "[design]\n" + design + matrix)
+    with pytest.raises(UserError, match=message):
+        spec.load(f)
+    assert main(["plan", str(f)]) == 2

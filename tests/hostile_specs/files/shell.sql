@@ -1,0 +1,2 @@
+\shell touch /tmp/blocklab-hostile-canary-script
+SELECT 1;
