@@ -15,9 +15,19 @@ _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 _CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+class _Console(Console):
+    """rich's Console, but a closed pipe (`blocklab plan | head`) reaches the CLI's one
+    exit place (blocklab.cli.main) as BrokenPipeError instead of rich's silent exit 1."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError("output closed by its reader")
+
+
 def console(*, stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=LOG_WIDTH)
+    if stream.isatty():
+        return _Console(stderr=stderr)
+    return _Console(stderr=stderr, width=LOG_WIDTH)
 
 
 def control_escaped(value: object, *, keep_newlines: bool = False) -> str:

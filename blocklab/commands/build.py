@@ -48,21 +48,21 @@ def _progress(message: str) -> None:
 
 
 @click.command("build")
-@click.option("--pg", default="18", show_default=True, help="PostgreSQL major version.")
+@click.option("--pg", default="18", show_default=True, help="PostgreSQL major version")
 @click.option("--block-size", "block_size_kb", type=int, default=8, show_default=True,
-              help="Data page size in kB: 1, 2, 4, 8, 16 or 32.")  # fmt: skip
+              help="data page size in kB: 1, 2, 4, 8, 16 or 32")  # fmt: skip
 @click.option("--wal-block-size", "wal_block_size_kb", type=int, default=8, show_default=True,
-              help="WAL block size in kB: 1, 2, 4, 8, 16, 32 or 64.")  # fmt: skip
+              help="WAL block size in kB: 1, 2, 4, 8, 16, 32 or 64")  # fmt: skip
 @click.option("--segsize-gb", type=int, default=1, show_default=True,
-              help="Relation segment size in GB (--with-segsize).")  # fmt: skip
+              help="relation segment size in GB (--with-segsize)")  # fmt: skip
 @click.option("--source", default="debian", show_default=True,
-              help="'debian', a tarball path or a source tree path.")  # fmt: skip
-@click.option("--patch", "patches", multiple=True, help="Patch file (-p1), applied in order.")
+              help="'debian', a tarball path or a source tree path")  # fmt: skip
+@click.option("--patch", "patches", multiple=True, help="patch file (-p1), applied in order")
 @click.option("--configure-arg", "configure_args", multiple=True,
-              help="Extra argument for configure (repeatable).")  # fmt: skip
+              help="extra argument for configure (repeatable)")  # fmt: skip
 @click.option("--layout-seed", type=int, default=None,
-              help="A layout variant: the backend linked in an order drawn from this seed "
-                   "(same geometry and flags, code at other addresses).")  # fmt: skip
+              help="a layout variant: the backend linked in an order drawn from this seed "
+                   "(same geometry and flags, code at other addresses)")  # fmt: skip
 def build_command(
     pg: str,
     block_size_kb: int,
@@ -177,11 +177,24 @@ def unused_builds(
     return unused
 
 
+def blind_spot_note(results: str | None) -> str:
+    """What --prune cannot see: only one results database's experiments count."""
+    from blocklab.store.factory import describe, results_spec
+
+    seen = describe(results_spec(results)[0])
+    return (
+        f"--prune counts the experiments of {seen} only: a build that an experiment of "
+        "another results directory or a fleet's PostgreSQL database uses looks unused here "
+        "(it would be rebuilt, about 3 min, when that experiment runs again); check with "
+        "--dry-run, and give --results for the database whose builds you mean to keep"
+    )
+
+
 @click.command("builds")
-@click.option("--prune", is_flag=True, help="Remove builds that no stored experiment uses.")
+@click.option("--prune", is_flag=True, help="remove builds that no stored experiment uses")
 @click.option("--results", default=None,
-              help="Results directory or PostgreSQL URI whose experiments use builds.")  # fmt: skip
-@click.option("--dry-run", is_flag=True, help="With --prune: only say what would be removed.")
+              help="results directory or PostgreSQL URI whose experiments use builds")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="with --prune: only say what would be removed")
 def builds_command(prune: bool, results: str | None, dry_run: bool) -> None:
     """List cached builds; with --prune, remove those no experiment uses."""
     from blocklab.postgres import build
@@ -194,6 +207,7 @@ def builds_command(prune: bool, results: str | None, dry_run: bool) -> None:
         return
     requests, provenance = stored_build_requests(results)
     doomed = unused_builds(builds, requests, provenance)
+    click.echo(blind_spot_note(results), err=True)
     for b in doomed:
         click.echo(f"{'would remove' if dry_run else 'removing'} {b.key} ({b.prefix})")
         if not dry_run:

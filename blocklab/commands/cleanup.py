@@ -13,7 +13,7 @@ from blocklab.state import State
 @click.option(
     "--force",
     is_flag=True,
-    help="Also release what a still-running blocklab process recorded.",
+    help="also release what a still-running blocklab process recorded",
 )
 def cleanup_command(force: bool) -> None:
     """Release servers, mounts, loop devices, cgroups and directories that a killed or

@@ -22,6 +22,40 @@ from blocklab.store.factory import describe, is_postgres, open_results, open_sto
 from blocklab.units import fmt_bytes, fmt_number
 
 FS_KINDS = ("ext4", "xfs", "btrfs")
+FS_BLOCK_SIZES_B = tuple(512 * 2**i for i in range(8))  # 512 B .. 64 kB (xfs's range)
+
+
+class FsBlockSize(click.ParamType):
+    """A file-system block size in kB like --block-size ("4", "4k", "4kB"), or in bytes
+    with the unit written ("512B", "4096B"); in bytes. A bare number that only makes sense
+    as bytes (4096) is refused: it is ambiguous since this flag once took bytes."""
+
+    name = "KB"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        low = text.lower().removesuffix("kb").removesuffix("k")
+        in_bytes = text.upper().endswith("B") and not text.lower().endswith("kb")
+        number = text[:-1] if in_bytes else low
+        if not number.strip().isdigit():
+            self.fail(f"'{text}' is not a block size (examples: 4, 4k, 512B)", param, ctx)
+        size = int(number) if in_bytes else int(number) * 1024
+        if size in FS_BLOCK_SIZES_B:
+            return size
+        allowed = "kB: 1, 2, 4, 8, 16, 32, 64 (or 512B)"
+        if not in_bytes and int(number) in FS_BLOCK_SIZES_B:
+            n = int(number)
+            meant = (f"{n // 1024} or " if n >= 1024 else "") + f"{n}B"
+            self.fail(
+                f"'{text}' is read as kB (as --block-size is): for {n} bytes write {meant}",
+                param,
+                ctx,
+            )
+        self.fail(f"'{text}' is not a file-system block size; allowed {allowed}", param, ctx)
 
 
 def point_label(p: fio.Point) -> str:
@@ -97,34 +131,43 @@ def device() -> None:
 
 
 @device.command("profile")
-@click.option("--name", help="Profile name (default: the storage kind and the time).")
-@click.option("--path", type=click.Path(path_type=Path), help="An existing directory to test.")
-@click.option("--device", "device_path", help="A whole block device (fio writes to it: --yes).")
-@click.option("--yes", is_flag=True, help="Confirm that fio may overwrite --device.")
+@click.option("--name", help="profile name (default: the storage kind and the time)")
+@click.option("--path", type=click.Path(path_type=Path), help="an existing directory to test")
+@click.option("--device", "device_path", help="a whole block device (fio writes to it: --yes)")
+@click.option("--yes", is_flag=True, help="confirm that fio may overwrite --device")
 @click.option(
     "--experiment",
     type=click.Path(path_type=Path),
-    help="Use a storage table of this experiment file.",
+    help="use a storage table of this experiment file",
 )
-@click.option("--storage", help="Which of the experiment's storages (its label).")
+@click.option("--storage", help="which of the experiment's storages (its label)")
 @choice_option(
-    "--fs", FS_KINDS, "ext4", "Without --path/--device/--experiment: a loop-device file system."
+    "--fs", FS_KINDS, "ext4", "without --path/--device/--experiment: a loop-device file system"
 )
-@click.option("--fs-block-size", type=int, help="File-system block size in bytes (--fs).")
-@click.option("--patterns", default=",".join(fio.PATTERNS), show_default=True)
+@click.option(
+    "--fs-block-size",
+    type=FsBlockSize(),
+    help="file-system block size in kB, like --block-size (4 or 4k; 512B in bytes) (--fs)",
+)
+@click.option(
+    "--patterns",
+    default=",".join(fio.PATTERNS),
+    show_default=True,
+    help="fio access patterns, comma-separated",
+)
 @click.option(
     "--sizes",
     default=",".join(map(str, fio.REQUEST_SIZES_KB)),
     show_default=True,
-    help="Request sizes in kB.",
+    help="request sizes in kB",
 )
 @click.option(
-    "--depths", default=",".join(map(str, fio.DEPTHS)), show_default=True, help="Queue depths."
+    "--depths", default=",".join(map(str, fio.DEPTHS)), show_default=True, help="queue depths"
 )
-@click.option("--runtime", type=float, default=5, show_default=True, help="Seconds per point.")
-@click.option("--size", default="256M", show_default=True, help="fio's file (or device region).")
-@choice_option("--ioengine", fio.IOENGINES, "libaio", "fio's I/O engine.")
-@click.option("--replace", is_flag=True, help="Replace a stored profile of the same name.")
+@click.option("--runtime", type=float, default=5, show_default=True, help="seconds per point")
+@click.option("--size", default="256M", show_default=True, help="fio's file (or device region)")
+@choice_option("--ioengine", fio.IOENGINES, "libaio", "fio's I/O engine")
+@click.option("--replace", is_flag=True, help="replace a stored profile of the same name")
 @results_option
 def profile(
     name: str | None,

@@ -52,30 +52,30 @@ def profile_iops(
 
 
 @click.command("economics")
-@click.option("--profile", help="Stored device profile (blocklab device list).")
-@click.option("--iops", help="IOPS by request size instead of a profile: 4k=40000,8k=30000.")
-@click.option("--device-price", type=float, help="Price of one device drive.")
+@click.option("--profile", help="stored device profile (blocklab device list)")
+@click.option("--iops", help="IOPS by request size instead of a profile: 4k=40000,8k=30000")
+@click.option("--device-price", type=float, help="price of one device drive")
 @click.option(
-    "--device-capacity-gb", type=float, help="Capacity in GB (needed for a device-device tier)."
+    "--device-capacity-gb", type=float, help="capacity in GB (needed for a device-device tier)"
 )
-@click.option("--profile2", help="A second device's stored profile (device-device tier).")
-@click.option("--iops2", help="A second device's IOPS: 4k=200,8k=195.")
-@click.option("--device2-price", type=float, help="Price of one second device.")
-@click.option("--device2-capacity-gb", type=float, help="Capacity of the second device in GB.")
-@click.option("--ram-price-per-gb", type=float, help="Price of 1 GB of RAM.")
+@click.option("--profile2", help="a second device's stored profile (device-device tier)")
+@click.option("--iops2", help="a second device's IOPS: 4k=200,8k=195")
+@click.option("--device2-price", type=float, help="price of one second device")
+@click.option("--device2-capacity-gb", type=float, help="capacity of the second device in GB")
+@click.option("--ram-price-per-gb", type=float, help="price of 1 GB of RAM")
 @click.option(
     "--prices",
     "prices_file",
     type=click.Path(path_type=Path),
-    help=f"TOML file with {', '.join(PRICE_KEYS)} (flags win).",
+    help=f"TOML file with {', '.join(PRICE_KEYS)} (flags win)",
 )
-@choice_option("--pattern", PATTERNS, "randread", "Which profile points count as accesses.")
-@choice_option("--depth", [str(d) for d in DEPTHS], "1", "Queue depth of the profile points.")
+@choice_option("--pattern", PATTERNS, "randread", "which profile points count as accesses")
+@choice_option("--depth", [str(d) for d in DEPTHS], "1", "queue depth of the profile points")
 @click.option(
     "--page-sizes",
     default=",".join(map(str, PAGE_SIZES_KB)),
     show_default=True,
-    help="Page sizes in kB (those the device has IOPS for are shown).",
+    help="page sizes in kB (those the device has IOPS for are shown)",
 )
 @results_option
 def economics_command(

@@ -10,6 +10,7 @@ import click
 from blocklab.commands.options import (
     RunFlags,
     allow_options,
+    check_max_rounds,
     experiment_options,
     granted,
     results_option,
@@ -83,6 +84,7 @@ def submit_cmd(
     names = parse_hosts(hosts) if hosts is not None else None
     spec, target = _target(results)
     exp, overrides = _load_experiment(file, flags)
+    check_max_rounds(max_rounds, until_ci, exp.until_ci_pct)
     names = _fleet_hosts(exp, names)
     n_rounds = rounds or exp.rounds
     sub = _submission(file, exp, overrides, names, n_rounds, until_ci, max_rounds)

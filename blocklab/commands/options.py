@@ -105,14 +105,34 @@ def experiment_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--until-ci",
             "until_ci",
-            type=float,
-            help="add rounds until every comparison's 95 % CI half-width is at most PCT",
+            type=PERCENT,
+            help="add rounds until every comparison's 95 % CI half-width is at most PCT (2 or 2%)",
         ),
         click.option("--max-rounds", type=int, help="with --until-ci: stop after this many rounds"),
     ]
     for option in reversed(options):
         f = option(f)
     return f
+
+
+class Percent(click.ParamType):
+    """A percentage written as 2, 2.5, 2% or "2 %"."""
+
+    name = "PCT"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float | int):
+            return float(value)
+        text = str(value).strip().removesuffix("%").strip()
+        try:
+            return float(text)
+        except ValueError:
+            self.fail(f"'{value}' is not a percentage (examples: 2, 2.5, 2%)", param, ctx)
+
+
+PERCENT = Percent()
 
 
 def check_experiment_numbers(until_ci: float | None, **counts: int | None) -> None:
@@ -123,6 +143,17 @@ def check_experiment_numbers(until_ci: float | None, **counts: int | None) -> No
             raise UserError(f"--{name.replace('_', '-')}: must be at least 1 (got {value})")
     if until_ci is not None and not 0 < until_ci < 100:
         raise UserError(f"--until-ci: a percentage between 0 and 100 (got {until_ci:g})")
+
+
+def check_max_rounds(
+    max_rounds: int | None, until_ci: float | None, file_pct: float | None
+) -> None:
+    """--max-rounds without --until-ci (nor [experiment] until_ci_pct): a UserError."""
+    if max_rounds is not None and until_ci is None and file_pct is None:
+        raise UserError(
+            "--max-rounds: caps the rounds --until-ci adds; give --until-ci PCT too (or set "
+            "[experiment] until_ci_pct in the file), or use --rounds for a fixed number"
+        )
 
 
 def run_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -208,8 +239,11 @@ class RunFlags:
         return {k: v for k, v in given.items() if v is not None}
 
     def stopping(self, exp: Experiment) -> dict[str, Any]:
-        """until_ci_pct, max_rounds, time_budget_s: the flags, else the file's."""
+        """until_ci_pct, max_rounds, time_budget_s: the flags, else the file's. --max-rounds
+        caps adaptive rounds only: without --until-ci (or the file's until_ci_pct) it would
+        do nothing, so it is refused."""
         budget_s = self.check()
+        check_max_rounds(self.max_rounds, self.until_ci, exp.until_ci_pct)
         return {
             "until_ci_pct": self.until_ci if self.until_ci is not None else exp.until_ci_pct,
             "max_rounds": self.max_rounds if self.max_rounds is not None else exp.max_rounds,

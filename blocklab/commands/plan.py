@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from blocklab import experiment_file as spec
+from blocklab.commands import plan_view
 from blocklab.commands.options import (
     RunFlags,
     allow_options,
@@ -143,7 +144,8 @@ def plan_command(
     check_known_settings(exp, catalogue_of)
     p = planning.describe(exp, cached=lambda req: _request_key(req) in installs)
     out = console()
-    render(p, out, catalogue_of=catalogue_of)
+    stored = plan_view.stored_runs(exp, results)
+    render(p, out, catalogue_of=catalogue_of, stored=stored)
     pilot_name = _run_pilot(exp, paths, results, pilot) if pilot else None
     render_precision(p, out, _noise(exp, results, pilot_name), exp.until_ci_pct)
 
@@ -180,7 +182,9 @@ def render_precision(p: Plan, out: Console, found: Any, until_ci: float | None) 
     if found is None:
         out.print(
             "[bold]precision:[/bold] no stored paired rounds of this experiment or its "
-            "variants: run `blocklab plan --pilot 3` (or an earlier run) to measure the noise"
+            f"variants: run `{plan_view.command_for(exp, '--pilot', '3')}` (3 rounds, "
+            "stored apart) or an earlier run to measure the noise",
+            highlight=False,
         )
         return
     rounds = max(exp.rounds, precision.MIN_ROUNDS)
@@ -293,7 +297,9 @@ def _until_ci_floor(exp: spec.Experiment, t: TargetPlan) -> str:
 COMMANDS: list[click.Command] = [plan_command]
 
 
-def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: None) -> None:
+def render(
+    p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: None, stored: int = 0
+) -> None:
     exp = p.experiment
     console.print(f"[bold]{exp.name}[/bold]  {user_text(exp.description)}")
     console.print(f"stored as experiment '{exp.name}'", highlight=False)
@@ -302,6 +308,7 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
         + (f" · source {user_text(exp.source)}" if exp.source else "")
     )
     console.print(_variants_table(p))
+    plan_view.render_run(p, console)
     _settings_table(p, console, catalogue_of)
     if exp.command_settings():  # allowed by the file (else the load refused it)
         console.print(
@@ -310,14 +317,14 @@ def render(p: Plan, console: Console, *, catalogue_of: CatalogueOf = lambda _r: 
             "--allow commands",
             highlight=False,
         )
-    _counts(p, console)
+    _counts(p, console, stored)
     console.print("[bold]round 1 order:[/bold] " + " → ".join(map(user_text, p.first_round)))
     console.print(p.order_note, highlight=False)
     console.print(p.footprint_line(), highlight=False, markup=False)
     window = cycles.window_line(exp)
     if window is not None:
         console.print(window, highlight=False, markup=False)
-    _eta(p, console)
+    _eta(p, console, stored)
     for host in exp.host_variants:  # [fleet.hosts]: what `fleet submit` gives each host
         shown = ", ".join(user_text(v.label or v.variant_id) for v in exp.variants_on(host))
         console.print(f"[bold]fleet host {host}:[/bold] {shown}", highlight=False)
@@ -383,7 +390,7 @@ def _differing(p: Plan, values: dict[str, list[str]], unknown: list[str], title:
     return table
 
 
-def _counts(p: Plan, console: Console) -> None:
+def _counts(p: Plan, console: Console, stored: int = 0) -> None:
     cached = len(p.builds) - len(p.builds_to_make)
     per_round = p.runs // max(1, p.experiment.rounds)
     runs = (
@@ -396,17 +403,33 @@ def _counts(p: Plan, console: Console) -> None:
         f"[bold]{len(p.builds)}[/bold] builds ({cached} cached) · "
         f"[bold]{p.datasets}[/bold] datasets · [bold]{runs}[/bold]"
     )
+    if stored:
+        console.print(
+            f"stored: {stored} of the {p.runs} planned runs (experiment "
+            f"'{p.experiment.name}'); `blocklab run` skips them and runs "
+            f"{p.runs - stored}",
+            highlight=False,
+        )
 
 
-def _eta(p: Plan, console: Console) -> None:
+def _eta(p: Plan, console: Console, stored: int = 0) -> None:
+    """The time of what is left: builds not cached, datasets, the runs not stored."""
+    left = max(0, p.runs - stored) / max(1, p.runs)
+    runs_s = p.eta_runs_s * left
     parts = (
         f"builds {format_duration(p.eta_builds_s)} + datasets "
-        f"{format_duration(p.eta_datasets_s)} + runs {format_duration(p.eta_runs_s)}"
+        f"{format_duration(p.eta_datasets_s)} + runs {format_duration(runs_s)}"
     )
-    line = f"[bold]ETA {format_duration(p.eta_s)}[/bold] ({parts})"
+    if stored:
+        parts += f" of the {p.runs - stored} runs not stored"
+    eta_s = p.eta_builds_s + p.eta_datasets_s + runs_s
+    line = f"[bold]ETA {format_duration(eta_s)}[/bold] ({parts})"
     if p.eta_max_runs_s is not None:
-        worst = p.eta_builds_s + p.eta_datasets_s + p.eta_max_runs_s
+        worst = p.eta_builds_s + p.eta_datasets_s + p.eta_max_runs_s - p.eta_runs_s * (1 - left)
         line += f"; at most {format_duration(worst)} with adaptive rounds"
     if p.experiment.time_budget_s is not None:
         line += f"; time budget {format_duration(p.experiment.time_budget_s)}"
-    console.print(line)
+    if stored >= p.runs and p.eta_max_runs_s is None:
+        more = plan_view.command_for(p.experiment, "--rounds", str(2 * p.experiment.rounds))
+        line += f"; every planned run is stored: for more rounds, `{more}`"
+    console.print(line, highlight=False)

@@ -56,7 +56,13 @@ def report(results: str | None, out: Path | None, full: bool) -> None:
 @click.command("serve")
 @results_option
 @click.option("--out", type=click.Path(path_type=Path), help=OUT_HELP)
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="port to listen on (0: any free port)",
+)
 @click.option(
     "--host",
     default=DEFAULT_HOST,

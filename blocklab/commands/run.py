@@ -70,6 +70,7 @@ def run_cmd(
     paths = _paths()
     check_results(results)
     exp = flags.load(file)
+    stopping = flags.stopping(exp)
     check_trust(exp, grant, file, "blocklab run")
     check_machine(exp, paths)
     from blocklab.commands.plan import cached_installations, catalogue_lookup, check_known_settings
@@ -77,7 +78,7 @@ def run_cmd(
     check_known_settings(exp, catalogue_lookup(cached_installations()))
     # before anything starts: a home made by `mktemp -d` (0700) fails the build's check
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
-    rule = StoppingRule(rounds=exp.rounds, **flags.stopping(exp))
+    rule = StoppingRule(rounds=exp.rounds, **stopping)
     outcome, datasets = _execute(exp, paths, results, rule, quiet or not sys.stderr.isatty())
     _print_results(exp.name, results, outcome.end_reason, [d.init_s for d in datasets])
     if outcome.runs_failed:

@@ -39,21 +39,21 @@ def _installation(pg: int | None, prefix: Path | None) -> Installation:
 
 @selftest.command("overhead")
 @click.option(
-    "--pg", type=int, default=None, help="Debian's packaged PostgreSQL major (default 15)."
+    "--pg", type=int, default=None, help="the Debian-packaged PostgreSQL major (default 15)"
 )
 @click.option("--prefix", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="A blocklab build directory (has blocklab-build.json).")  # fmt: skip
+              help="a blocklab build directory (has blocklab-build.json)")  # fmt: skip
 @click.option("--pairs", type=click.IntRange(2, 1000), default=20, show_default=True,
-              help="Bare/instrumented pairs (order alternates between pairs).")  # fmt: skip
+              help="bare/instrumented pairs (order alternates between pairs)")  # fmt: skip
 @click.option("--duration", "duration_s", type=click.IntRange(1, 3600), default=5,
-              show_default=True, help="Seconds per pgbench run.")  # fmt: skip
+              show_default=True, help="seconds per pgbench run")  # fmt: skip
 @click.option("--scale", type=click.IntRange(1, 10000), default=10, show_default=True,
-              help="pgbench scale factor.")  # fmt: skip
+              help="pgbench scale factor")  # fmt: skip
 @click.option("--clients", type=click.IntRange(1, 256), default=2, show_default=True,
-              help="pgbench clients (and threads).")  # fmt: skip
+              help="pgbench clients (and threads)")  # fmt: skip
 @click.option("--interval", "interval_s", type=click.FloatRange(0.01, 60), default=1.0,
               show_default=True,
-              help="Sampler interval in seconds (smaller: more cost).")  # fmt: skip
+              help="sampler interval in seconds (smaller: more cost)")  # fmt: skip
 def overhead(
     pg: int | None,
     prefix: Path | None,

@@ -193,7 +193,8 @@ def balance(design: str, n_variants: int, n_references: int = 1) -> Balance:
 
 
 def balance_note(design: str, n_variants: int, rounds: int, n_references: int = 1) -> str:
-    """What `plan` says of the orders of `rounds` rounds: balanced, or over which rounds."""
+    """What `plan` says of the orders of `rounds` rounds, in a user's words: balanced, or
+    what is uneven, why it matters and which numbers of rounds would balance."""
     b = balance(design, n_variants, n_references)
     if design == INTERLEAVED:
         first = "alternates" if rounds % 2 == 0 else "alternates (an odd number of rounds)"
@@ -205,20 +206,38 @@ def balance_note(design: str, n_variants: int, rounds: int, n_references: int = 
         return "orders: one run per round, nothing to balance"
     if rounds % b.carryover_period == 0:
         return (
-            f"orders balanced over {rounds} rounds: every run takes every position and "
-            f"follows every other equally often (Williams design, period {b.carryover_period})"
+            f"orders balanced over the {rounds} rounds: each variant runs first, second, ... "
+            "equally often and right after every other variant equally often (Williams "
+            f"design: it evens out every {b.carryover_period} rounds)"
         )
     p = b.positions_period
     if rounds % p == 0:
-        k = rounds - rounds % b.carryover_period
         return (
-            f"orders balanced over {rounds} rounds (every run takes every position equally "
-            f"often); which run follows which is balanced only over the first {k} rounds "
-            f"(a multiple of {b.carryover_period})"
+            f"orders balanced over the {rounds} rounds: each variant runs first, second, "
+            f"... equally often; which variant runs right before which evens out every "
+            f"{b.carryover_period} rounds ({_rounds_hint(rounds, b.carryover_period)} to "
+            "balance that too; it matters only if one run leaves the machine warm or dirty "
+            "for the next)"
         )
-    k = rounds - rounds % p
-    return (
-        f"rounds {rounds} is not a multiple of {p}: positions balanced only over the "
-        f"first {k} rounds; the last {rounds - k} repeat the first orders of the period "
-        f"and tip the balance (plan a multiple of {p} rounds)"
+    return _unbalanced_note(b, rounds)
+
+
+def _unbalanced_note(b: Balance, rounds: int) -> str:
+    p = b.positions_period
+    where = (
+        f"each variant runs at only {rounds} of the {p} places in the round"
+        if rounds < p
+        else "some variants run first (or last) once more than others"
     )
+    return (
+        f"unbalanced order: a round runs {b.slots} runs, and a variant's place in the "
+        f"round evens out every {p} rounds; with {rounds} rounds {where}, so a machine "
+        "that speeds up or slows down during a round favours some variants: "
+        f"{_rounds_hint(rounds, p)} to balance it"
+    )
+
+
+def _rounds_hint(rounds: int, period: int) -> str:
+    """'plan 6 rounds' or 'plan 3 or 6 rounds': the multiples of `period` around `rounds`."""
+    below, above = rounds - rounds % period, rounds - rounds % period + period
+    return f"plan {below} or {above} rounds" if below else f"plan {above} rounds"

@@ -122,17 +122,25 @@ def test_grouped_aa_control_refuses_a_reference_that_is_not_a_variant() -> None:
 
 
 def test_balance_note_says_when_rounds_do_not_balance() -> None:
-    assert orders.balance_note(ABBA, 2, 6).startswith("orders balanced over 6 rounds")
+    # (the wording changed for issue 35: what is uneven, why it matters, which rounds fix it)
+    assert orders.balance_note(ABBA, 2, 6).startswith("orders balanced over the 6 rounds")
     note = orders.balance_note(ABBA, 2, 3)
-    assert note.startswith("rounds 3 is not a multiple of 2: positions balanced only over")
-    assert "first 2 rounds" in note
+    assert note.startswith("unbalanced order: a round runs 2 runs")
+    assert "evens out every 2 rounds" in note and "plan 2 or 4 rounds to balance it" in note
     # 3 variants: positions every 3 rounds, which follows which every 6
-    assert "balanced only over the first 0 rounds (a multiple of 6)" in orders.balance_note(
-        PAIRED, 3, 3
-    )
-    assert orders.balance_note(AA_CONTROL, 2, 6).startswith("orders balanced over 6 rounds")
-    assert "not a multiple of 3" in orders.balance_note(AA_CONTROL, 2, 4)
+    note = orders.balance_note(PAIRED, 3, 3)
+    assert note.startswith("orders balanced over the 3 rounds: each variant runs first")
+    assert "right before which evens out every 6 rounds (plan 6 rounds" in note
+    assert "first 0 rounds" not in note
+    assert orders.balance_note(AA_CONTROL, 2, 6).startswith("orders balanced over the 6 rounds")
+    assert "evens out every 3 rounds" in orders.balance_note(AA_CONTROL, 2, 4)
     assert "nothing to balance" in orders.balance_note(PAIRED, 1, 3)
+
+
+def test_balance_note_with_fewer_rounds_than_places_says_so() -> None:
+    note = orders.balance_note(PAIRED, 8, 3)
+    assert "with 3 rounds each variant runs at only 3 of the 8 places" in note
+    assert "plan 8 rounds to balance it" in note
 
 
 def test_thue_morse_is_the_sequence() -> None:

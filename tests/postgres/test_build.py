@@ -289,8 +289,11 @@ def test_builds_lists_and_prune_removes_only_unused(
     assert "pg18.99-used" in out and "pg18.99-unused" in out and "16k/8k/1G" in out
 
     assert main(["builds", "--prune", "--dry-run", "--results", str(tmp_path / "results")]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "would remove pg18.99-unused" in out and "pg18.99-used " not in out
+    # what it cannot see: the experiments of other results databases (issue 35)
+    assert f"counts the experiments of {tmp_path / 'results'} only" in err
+    assert "another results directory or a fleet's PostgreSQL database" in err
     assert unused.exists()
 
     assert main(["builds", "--prune", "--results", str(tmp_path / "results")]) == 0
