@@ -32,3 +32,13 @@ def test_every_package_the_makefile_lists_is_installed() -> None:
 def test_demo_passes_demo_args_to_blocklab_run() -> None:
     lines = _make("-n", "demo", "DEMO_ARGS=--rounds 2 --scale 1").splitlines()
     assert lines[-1].endswith("/bin/blocklab run --rounds 2 --scale 1"), lines
+
+
+def test_the_demo_installs_a_subset_of_what_the_tests_install() -> None:
+    """`make demo` installs only the demo's packages (apt-demo); each is one `make test`
+    installs too, and the demo's set-up skips go-tpc (tools)."""
+    demo = _make("-n", "apt-demo").split("printf '%s\\n' ", 1)[1].split(" | sort", 1)[0].split()
+    full = _make("-n", "apt").split("printf '%s\\n' ", 1)[1].split(" | sort", 1)[0].split()
+    assert "bison" in demo and "chromium" not in demo and "chromium" in full
+    assert set(demo) < set(full)
+    assert "go-tpc" not in _make("-n", "demo")
