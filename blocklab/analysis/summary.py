@@ -109,6 +109,11 @@ class ExperimentSummary:
 
 
 LATENCY = metric_info("latency_avg_ms")
+# interleaved records keep no 1 Hz series (a window holds the other server's slices)
+INTERLEAVED_NOT_JUDGED = (
+    "stationarity: not judged (interleaved slices keep no per-second series: a window "
+    "holds the other server's slices)"
+)
 
 
 SIDE_METRICS = (
@@ -239,7 +244,9 @@ def summarize_experiment(
             _ok_metric(db, runs_of, labels, disturbance.CPU_SHARE),
             _ok_metric(db, runs_of, labels, disturbance.DEVICE_SHARE),
         )
-        if not measures_whole_cycles(exp):
+        if design == designs.INTERLEAVED:
+            result.stationarity = [INTERLEAVED_NOT_JUDGED]
+        elif not measures_whole_cycles(exp):
             result.stationarity = stationarity.summary_lines(_ok_series(db, runs_of, labels))
     return result
 

@@ -121,6 +121,10 @@ def test_equal_halves_with_noise_show_no_bias(tmp_path: Path) -> None:
         assert lo < 1 < hi
         assert "A/A: no bias detected" in _printed(db)
         assert load_experiment(db, "il").aa == s.aa
+        # no 1 Hz series: said once, in words, not as "windows of 0 points"
+        assert s.stationarity == ["stationarity: not judged (interleaved slices keep no "
+                                  "per-second series: a window holds the other server's "
+                                  "slices)"]  # fmt: skip
 
 
 def test_without_slice_metrics_there_is_no_verdict_and_other_metrics_have_none(
