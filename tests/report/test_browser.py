@@ -256,6 +256,7 @@ def test_heatmap_metric_switch_and_cell_click(site: Path, page: Page) -> None:
     assert axes == [["1 kB", "4 kB"], ["4 kB", "8 kB", "16 kB"]]
     ticks = p.locator("#heatmap .xtick text").all_text_contents()
     assert ticks == ["1 kB", "4 kB"]
+    p.locator("#heatmap").scroll_into_view_if_needed()  # below the answer: into view first
     box = p.locator("#heatmap .nsewdrag").first.bounding_box()
     assert box is not None
     p.mouse.click(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * 0.2)

@@ -461,7 +461,8 @@
     const shown = traces.filter((t) => t && t.x.length);
     if (!shown.length) { emptyMessage(div, "not recorded in this run"); return; }
     // a note goes above the plot, left, where the toolbar (top right) does not cover it
-    const top = notes && notes.length ? 34 : 10;
+    const noteLines = (notes || []).reduce((n, a) => n + a.text.split("<br>").length, 0);
+    const top = noteLines ? 14 * noteLines + 8 : 10;
     const layout = { margin: { l: 60, r: 10, t: top, b: 40 }, hovermode: "x unified",
       legend: { orientation: "h", y: -0.2 }, xaxis: { title: { text: "seconds" }, range: [d.tmin, d.tmax] },
       yaxis: Object.assign({ rangemode: "tozero" }, yaxis || {}),
@@ -480,8 +481,11 @@
   // line; the chart states it (the note blocklab/report/panels.py writes).
   function flushNote(text) {
     if (!text) return [];
+    // one amount a line, above the plot at the left: clear of the toolbar (top right)
+    const cut = text.indexOf(": ");
+    const lines = cut < 0 ? text : text.slice(0, cut + 1) + "<br>" + text.slice(cut + 2).split(", ").join(",<br>");
     return [{ xref: "paper", yref: "paper", x: 0, y: 1, xanchor: "left", yanchor: "bottom",
-      showarrow: false, align: "left", font: { size: 10, color: "#666" }, text: text }];
+      showarrow: false, align: "left", font: { size: 10, color: "#666" }, text: lines }];
   }
 
   // The panels and their charts come from blocklab/report/panels.py (labels, units, the
