@@ -84,6 +84,7 @@ def experiment_extras(
     return page, {
         "rounds": plots.rounds_json(summary),
         "runs": plots.runs_json(exp.runs, labels),
+        "latency": plots.latency_json(exp.runs, labels),
         "overlay": plots.overlay_json(drawn, labels, series, cps),
         "colors": plots.colours(list(labels.values())),
         "overlay_limit": plots.MAX_OVERLAY_VARIANTS,

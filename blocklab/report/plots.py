@@ -7,12 +7,16 @@ users read a comparison (pure: the JSON the page draws).
 - `runs_json`: every successful run's throughput, for each variant's spread of runs (an
   outlier run shows as a point, not only as a row of the table) and for the run-order
   timeline (start time against throughput: drift over the experiment shows as a slope);
+- `latency_json`: each run's latency statistics as its driver stores them (pgbench: the
+  average; sysbench: also the 95th percentile and the maximum; go-tpc: average and 95th
+  percentile per transaction type), each variant's runs side by side;
 - `overlay_json`: the per-second throughput of the variants' runs of one round on one
   chart, with each run's checkpoints marked, for experiments of a few variants.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -132,3 +136,47 @@ def overlay_json(
             }
         )
     return {"rounds": out, "order": sorted(out, key=int)}
+
+
+# [operation_]latency_<statistic>_ms: the run metrics (and run column) of the drivers
+_LATENCY = re.compile(r"^(?:(?P<op>\w+?)_)?latency_(?P<stat>avg|p50|p90|p95|p99|max)_ms$")
+_STAT_WORDS = {"avg": "average", "max": "max"}
+_STAT_ORDER = ("avg", "p50", "p90", "p95", "p99", "max")
+
+
+def latency_key(key: str) -> tuple[str, str] | None:
+    """'new_order_latency_p95_ms' -> ('new_order', 'p95'); None for another metric."""
+    m = _LATENCY.match(key)
+    return None if m is None else (m["op"] or "", m["stat"])
+
+
+def latency_label(op: str, stat: str) -> str:
+    """('new_order', 'p95') -> 'new_order p95'; ('', 'avg') -> 'average'."""
+    words = _STAT_WORDS.get(stat, stat)
+    return f"{op.replace('_', ' ')} {words}" if op else words
+
+
+def latency_json(runs: Sequence[RunView], labels: Mapping[str, str]) -> dict[str, Any]:
+    """Each variant's successful runs' latency statistics, per statistic the driver
+    stored (x: 'average', 'p95', 'new order p95', ...), and whether any is a percentile."""
+    keys: dict[str, tuple[str, str]] = {}
+    for r in runs:
+        for k in ("latency_avg_ms", *r.metrics):
+            if (named := latency_key(k)) is not None:
+                keys[k] = named
+    order = sorted(keys, key=lambda k: (keys[k][0], _STAT_ORDER.index(keys[k][1])))
+    by_variant: dict[str, dict[str, list[Any]]] = {x: {"x": [], "y": []} for x in labels.values()}
+    for r in runs:
+        if r.status != "ok":
+            continue
+        mine = by_variant.setdefault(labels.get(r.variant_id, r.variant_id), {"x": [], "y": []})
+        for k in order:
+            value = r.value(k)
+            if value is not None:
+                mine["x"].append(latency_label(*keys[k]))
+                mine["y"].append(value)
+    return {
+        "stats": [latency_label(*keys[k]) for k in order],
+        "variants": [{"label": label, **xy} for label, xy in by_variant.items() if xy["y"]],
+        "percentiles": any(keys[k][1].startswith("p") for k in order),
+    }

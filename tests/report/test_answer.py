@@ -168,3 +168,25 @@ def test_the_experiment_page_states_design_verdicts_and_what_changed(
     assert 'id="design-kind"><b>paired</b>' in page
     assert "within ±2 %" in page and 'id="what-changed"' in page
     assert not re.search(r"\d\.\d{3} \(", page)  # no ratio "1.045 (0.966 – 1.130)" anywhere
+
+
+def test_latency_draws_what_the_driver_stored_and_says_when_no_percentile_exists() -> None:
+    pgbench = [_run(1, "a"), _run(2, "b")]
+    pgbench[0].latency_avg_ms, pgbench[1].latency_avg_ms = 3.0, 4.0
+    got = plots.latency_json(pgbench, {"a": "A", "b": "B"})
+    assert got["stats"] == ["average"] and got["percentiles"] is False
+    assert got["variants"] == [
+        {"label": "A", "x": ["average"], "y": [3.0]},
+        {"label": "B", "x": ["average"], "y": [4.0]},
+    ]
+    sysbench = _run(3, "a")
+    sysbench.latency_avg_ms = 2.0
+    sysbench.metrics = {"latency_max_ms": 40.0, "latency_p95_ms": 9.0, "qps": 1.0}
+    tpcc = _run(4, "b", status="failed")
+    tpcc.metrics = {"new_order_latency_p95_ms": 7.0}  # failed: a statistic, not a value
+    got = plots.latency_json([sysbench, tpcc], {"a": "A", "b": "B"})
+    assert got["stats"] == ["average", "p95", "max", "new order p95"]
+    assert got["percentiles"] is True
+    assert got["variants"] == [
+        {"label": "A", "x": ["average", "p95", "max"], "y": [2.0, 9.0, 40.0]}
+    ]

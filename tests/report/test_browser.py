@@ -396,6 +396,9 @@ def test_experiment_page_answers_as_the_cli_and_draws_rounds_and_runs(
             " 'overlay-chart'].map(id => document.getElementById(id).data.length)"
         )
         assert counts == [3, 2, 3, 3, 2]  # round 4 of the reference failed: 2 lines
+        latency = p.evaluate("document.getElementById('latency-chart').data.map(t => t.x[0])")
+        assert latency == ["average"] * 3  # pgbench: the average only, and the page says so
+        assert "No percentile" in p.locator("#latency-note").inner_text()
         spread = p.evaluate(
             "document.getElementById('spread-chart').data.map(t => [t.type, t.y.length])"
         )
@@ -407,6 +410,7 @@ def test_experiment_page_answers_as_the_cli_and_draws_rounds_and_runs(
         assert dashed >= 2  # each run's checkpoint starts marked
         assert near_share(png_of(page, "#forest", "forest"), (0x1E, 0x7B, 0x34)) > 0.0002
         for chart in (
+            "latency-chart",
             "rounds-chart",
             "round-changes-chart",
             "spread-chart",

@@ -264,6 +264,7 @@
     roundChanges(p.rounds.changes, col);
     runCharts(p, col);
     initOverlay(p, col);
+    latencyChart(p.latency, col);
   }
 
   function roundChanges(changes, col) {
@@ -296,6 +297,18 @@
       x: runs.map((r) => r.start), y: runs.map((r) => r.value), marker: { color: col[label], size: 8 },
       text: runs.map(hover), customdata: runs.map((r) => r.href), hovertemplate: "%{text}<br>%{y:.1f}<extra></extra>" })),
       { xaxis: { type: "date", title: { text: "run start (UTC)" } }, yaxis: { title: { text: d.rounds.unit } } });
+  }
+
+  // Per statistic the driver stored (average; p95, max, ... where it reports them), each
+  // variant's runs as a box; the note says when no percentile exists (pgbench).
+  function latencyChart(lat, col) {
+    const note = document.getElementById("latency-note");
+    if (note) note.textContent = lat.percentiles ? "Percentiles as the driver reports them over each run."
+      : "No percentile is stored for these runs: pgbench reports each run's average latency and its standard deviation only.";
+    simpleChart("latency-chart", lat.variants.map((v) => ({ type: "box", name: v.label, x: v.x, y: v.y,
+      boxpoints: "all", jitter: 0.3, pointpos: 0, marker: { color: col[v.label], size: 6 }, line: { color: col[v.label] } })),
+      { boxmode: "group", xaxis: { type: "category", categoryorder: "array", categoryarray: lat.stats },
+        yaxis: { title: { text: "ms" }, rangemode: "tozero" } });
   }
 
   function initOverlay(d, col) {
