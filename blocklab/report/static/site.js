@@ -192,9 +192,11 @@
       error_x: { type: "data", symmetric: false, visible: true, color: "#333", thickness: 1.6, width: 7,
         array: rows.map((r) => (r.hi === null ? 0 : r.hi - r.pct)),
         arrayminus: rows.map((r) => (r.lo === null ? 0 : r.pct - r.lo)) } };
-    const ends = [eq * 1.6];
-    for (const r of rows) ends.push(Math.abs(r.lo === null ? r.pct : r.lo), Math.abs(r.hi === null ? r.pct : r.hi));
-    const ext = Math.max(...ends.filter(isFinite)) * 1.15;
+    // from the lowest to the highest end of a CI, no change and the band always inside
+    const lows = [-eq * 1.6], highs = [eq * 1.6];
+    for (const r of rows) { lows.push(r.lo === null ? r.pct : r.lo); highs.push(r.hi === null ? r.pct : r.hi); }
+    const lo = Math.min(...lows.filter(isFinite)), hi = Math.max(...highs.filter(isFinite));
+    const pad = (hi - lo) * 0.08;
     const shapes = [
       { type: "rect", xref: "x", yref: "paper", x0: -eq, x1: eq, y0: 0, y1: 1, layer: "below",
         fillcolor: "rgba(31,95,168,0.10)", line: { width: 0 } },
@@ -203,7 +205,7 @@
       text: "no change", font: { size: 10, color: "#333" } }];
     Plotly.newPlot(div, [trace], { margin: { l: 20, r: 30, t: 22, b: 48 }, showlegend: false,
       hovermode: "closest", shapes: shapes, annotations: notes,
-      xaxis: { title: { text: xTitle }, zeroline: false, range: [-ext, ext], ticksuffix: " %" },
+      xaxis: { title: { text: xTitle }, zeroline: false, range: [lo - pad, hi + pad], ticksuffix: " %" },
       yaxis: { type: "category", autorange: "reversed", automargin: true } }, CONFIG);
     onClickHref(div);
   }
