@@ -19,8 +19,13 @@ from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
-from blocklab.analysis.stats import Comparison
-from blocklab.analysis.summary import design_of, judged_series, measures_whole_cycles
+from blocklab.analysis.stats import EQUIVALENCE_PCT, Comparison
+from blocklab.analysis.summary import (
+    design_of,
+    equivalence_of,
+    judged_series,
+    measures_whole_cycles,
+)
 from blocklab.economics import device_store
 from blocklab.errors import UserError
 from blocklab.experiment_file.design import AA_CONTROL, INTERLEAVED
@@ -90,6 +95,7 @@ class ExperimentView:
     carryover: CarryOver | None = None  # throughput after a switch / after a repeat
     # sentences on measured windows whose rates drifted (blocklab.analysis.stationarity)
     stationarity: list[str] = field(default_factory=list)
+    equivalence_pct: float = EQUIVALENCE_PCT  # X of "equal within ±X %"
 
     def __post_init__(self) -> None:
         self.stored_name = self.stored_name or self.name
@@ -216,7 +222,8 @@ def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> 
     throughput = throughput_info(names)
     metrics = [throughput if m.key == "tps" else m for m in shape.order_metrics(present)]
     design = design_of(exp)
-    _fill_cells(variants, runs, metrics, design)
+    equivalence_pct = equivalence_of(exp)
+    _fill_cells(variants, runs, metrics, design, equivalence_pct)
     shown = name if host is None else f"{name} @ {host}"
     return ExperimentView(
         name=shown,
@@ -237,6 +244,7 @@ def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> 
         aa=_aa(runs, design, ref),
         carryover=_carryover(runs, design, ref),
         stationarity=[] if measures_whole_cycles(exp) else stationarity_notes(db, variants, runs),
+        equivalence_pct=equivalence_pct,
     )
 
 
@@ -335,8 +343,10 @@ def _fill_cells(
     runs: list[RunView],
     metrics: list[MetricInfo],
     design: str,
+    equivalence_pct: float = EQUIVALENCE_PCT,
 ) -> None:
-    """Each variant's statistics, paired by round with its own reference's."""
+    """Each variant's statistics, paired by round with its own reference's; "equal"
+    within the experiment's ±X % (its [experiment] equivalence), as the summary says."""
     known = {v.variant_id for v in variants}
     refs = {v.reference_id for v in variants} | {v.variant_id for v in variants if v.is_reference}
     for m in metrics:
@@ -349,7 +359,11 @@ def _fill_cells(
             if has_ref and v.reference_id:
                 against = round_values(runs, v.reference_id, m.key, design, is_reference=True)
             cell = shape.cell_stats(
-                mine.values, against.values if against else None, m, is_reference=v.is_reference
+                mine.values,
+                against.values if against else None,
+                m,
+                is_reference=v.is_reference,
+                equivalence_pct=equivalence_pct,
             )
             if cell is not None:
                 v.cells[m.key] = cell

@@ -1,9 +1,9 @@
 """The experiments index's answer: each experiment's headline comparison.
 
 The numbers are the summary's (blocklab.analysis.summary.summarize_experiment on the
-throughput, without side metrics): each variant against its reference, the gain with its
-95 % CI and the verdict. Three queries per experiment (experiment, runs, variants).
-The words are made here, from the summary (pure: `headline_lines`).
+throughput, the one the experiment page opens with: blocklab.report.explain): each
+variant against its reference, the gain with its 95 % CI and the verdict. The words are
+made here, from the summary (pure: `headline_lines`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from blocklab.analysis import stats
-from blocklab.analysis.summary import ExperimentSummary, summarize_experiment
+from blocklab.analysis.summary import ExperimentSummary
 from blocklab.analysis.summary_table import gain_text
-from blocklab.report.data import ExperimentView
-from blocklab.store import ResultsStore
 
 MAX_LINES = 4  # comparisons listed per experiment; the rest are counted
 
@@ -31,14 +29,6 @@ class Answer:
     lines: list[Headline]
     more: str = ""  # "and 12 more with no difference detected"
     empty: str = ""  # why there is no comparison
-
-
-def experiment_answer(db: ResultsStore, exp: ExperimentView) -> Answer:
-    """The headline of one experiment (of one fleet host's runs)."""
-    summary = summarize_experiment(
-        db, exp.stored_name, "tps", side=False, host=exp.fleet_host or None
-    )
-    return headline_lines(summary)
 
 
 def headline_lines(s: ExperimentSummary, limit: int = MAX_LINES) -> Answer:

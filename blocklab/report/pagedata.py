@@ -66,6 +66,7 @@ def experiment_json(exp: ExperimentView, page: str = "") -> dict[str, Any]:
         "axes": list(exp.axes),
         "metrics": [{"key": m.key, "label": m.label, "unit": m.unit} for m in exp.metrics],
         "design": exp.design,
+        "equivalence_pct": exp.equivalence_pct,
         "aa": verdict_json(exp.aa, aa_sentence(exp.aa), biased(exp.aa)),
         "carryover": carryover_json(exp),
         "variants": [

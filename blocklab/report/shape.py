@@ -20,7 +20,8 @@ from blocklab.analysis.metrics import (
     summarize,
     verdict_text,
 )
-from blocklab.units import fmt_difference, fmt_size
+from blocklab.analysis.summary_table import gain_text
+from blocklab.units import fmt_size
 
 Point = tuple[float, float | None]
 Scalar = str | int | float | bool
@@ -165,6 +166,7 @@ def cell_stats(
     info: MetricInfo,
     *,
     is_reference: bool = False,
+    equivalence_pct: float = stats.EQUIVALENCE_PCT,
 ) -> CellStats | None:
     """Summary of one variant's round -> value, and its paired comparison with the reference
     (None for the reference itself)."""
@@ -174,22 +176,15 @@ def cell_stats(
     summary = summarize(list(clean.values()), info)
     if ref_values is None:
         return CellStats(summary, None, "reference" if is_reference else "")
-    comp = compare(dict(ref_values), clean, info)
+    comp = compare(dict(ref_values), clean, info, equivalence_pct)
     return CellStats(summary, comp, verdict_text(comp, info))
 
 
 def vs_reference(c: stats.Comparison, unit: str) -> str:
-    """'1.073 (1.063 – 1.084)' for a ratio; a signed difference in the unit without one."""
-    if c.scale == stats.RATIO:
-        text = "–" if c.ratio is None else f"{c.ratio:.3f}"
-        if c.ci95_low is not None and c.ci95_high is not None:
-            text += f" ({c.ci95_low:.3f} – {c.ci95_high:.3f})"
-        return text
-    text = fmt_difference(c.difference, unit)
-    if c.ci95_low is not None and c.ci95_high is not None:
-        lo, hi = fmt_difference(c.ci95_low, unit), fmt_difference(c.ci95_high, unit)
-        text += f" ({lo} – {hi})"
-    return text
+    """The change against the reference as `blocklab summary` prints it (one function:
+    blocklab.analysis.summary_table.gain_text): '+4.5 % (-3.4 to +13.0)' for a ratio, a
+    signed difference in the unit with its CI without one."""
+    return gain_text(c, unit)
 
 
 def fmt_num(x: float | None) -> str:

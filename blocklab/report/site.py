@@ -24,11 +24,12 @@ from typing import Any, TextIO
 from blocklab import __version__, faults, proc
 from blocklab.analysis import stationarity
 from blocklab.analysis.round_table import ROUND_FIELDS, round_rows
+from blocklab.analysis.summary import ExperimentSummary
 from blocklab.economics import device_store
 from blocklab.errors import UserError
-from blocklab.report import csvout, data, devices, io_contexts, manifest, parallel
+from blocklab.report import csvout, data, devices, explain, io_contexts, manifest, parallel
 from blocklab.report.data import ExperimentView, RunView, VariantView
-from blocklab.report.headline import experiment_answer
+from blocklab.report.headline import headline_lines
 from blocklab.report.pagedata import (
     compare_json,
     experiment_json,
@@ -193,15 +194,17 @@ def _generate(db: ResultsStore, results: Path, w: Writer) -> tuple[int, int]:
     copy_assets(w)
     exps = data.load_experiments(db)
     _unique_slugs(exps)
+    summaries = {}
     for exp in exps:
-        write_experiment(w, db, results, exp)
+        summaries[exp.slug] = explain.summary_of(db, exp)  # what `blocklab summary` says
+        write_experiment(w, db, results, exp, summaries[exp.slug])
     w.page(
         "index.html",
         "index.html",
         page="index",
         charts=False,
         experiments=exps,
-        answers={e.slug: experiment_answer(db, e) for e in exps},
+        answers={e.slug: headline_lines(summaries[e.slug]) for e in exps},
         results=db.location,
         latest=max((r.ended_at or "" for e in exps for r in e.runs), default=""),
         device_profiles=device_store.profiles(db),
@@ -266,8 +269,11 @@ def run_digest(exp: ExperimentView, run: RunView, variant: VariantView) -> str:
     )
 
 
-def write_experiment(w: Writer, db: ResultsStore, results: Path, exp: ExperimentView) -> None:
-    """The experiment's pages and files; a run whose inputs are unchanged keeps its page."""
+def write_experiment(
+    w: Writer, db: ResultsStore, results: Path, exp: ExperimentView, summary: ExperimentSummary
+) -> None:
+    """The experiment's pages and files; a run whose inputs are unchanged keeps its page.
+    `summary`: the throughput summary of `blocklab summary`, the page's answer."""
     base = f"e/{exp.slug}"
     labels = {v.variant_id: v.label or v.variant_id for v in exp.variants}
     variants = {v.variant_id: v for v in exp.variants}
@@ -313,7 +319,9 @@ def write_experiment(w: Writer, db: ResultsStore, results: Path, exp: Experiment
     ]
     w.new.experiments[exp.slug] = entries
     has_queries = write_queries(w, db, exp.name, exp.slug)
-    write_runs_lists(w, exp, labels, has_queries=has_queries)
+    extras, plot_data = explain.experiment_extras(db, exp, summary, tps)
+    w.put(f"{base}/plots.js", explain.plots_script(plot_data))
+    write_runs_lists(w, exp, labels, has_queries=has_queries, extras=extras)
     write_runs_csv(w, db, exp)
     write_grid(w, db, exp, entries, tps)
 
@@ -396,7 +404,12 @@ def _entry(run_id: int, d: str, tps: list[tuple[float, float | None]]) -> manife
 
 
 def write_runs_lists(
-    w: Writer, exp: ExperimentView, labels: dict[str, str], *, has_queries: bool = False
+    w: Writer,
+    exp: ExperimentView,
+    labels: dict[str, str],
+    *,
+    has_queries: bool = False,
+    extras: dict[str, Any] | None = None,
 ) -> None:
     """The experiment page, with its runs inline up to RUNS_PER_PAGE runs, else on
     runs-<n>.html pages of RUNS_PER_PAGE runs each (the page then lists the variants)."""
@@ -425,7 +438,7 @@ def write_runs_lists(
         first_page=first_page,
         has_queries=has_queries,
         stationarity_rule=stationarity.RULE,
-        data=experiment_json(exp),
+        data=experiment_json(exp) | (extras or {}),
         io=io_contexts.io_table(exp.variants),
     )
     for n, groups in enumerate(pages if paged else [], 1):

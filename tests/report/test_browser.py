@@ -256,6 +256,7 @@ def test_heatmap_metric_switch_and_cell_click(site: Path, page: Page) -> None:
     assert axes == [["1 kB", "4 kB"], ["4 kB", "8 kB", "16 kB"]]
     ticks = p.locator("#heatmap .xtick text").all_text_contents()
     assert ticks == ["1 kB", "4 kB"]
+    p.locator("#heatmap").scroll_into_view_if_needed()  # below the answer: into view first
     box = p.locator("#heatmap .nsewdrag").first.bounding_box()
     assert box is not None
     p.mouse.click(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * 0.2)
@@ -330,9 +331,11 @@ def test_failed_run_page_draws_without_errors(site: Path, page: Page) -> None:
     page.check_clean()
 
 
-def test_one_dimension_gets_bars_with_ci_whiskers(
+def test_one_dimension_is_a_forest_of_changes_against_no_change(
     tmp_path: Path, browser: Any, shots: Path
 ) -> None:
+    """One dimension is drawn as each variant's change with its CI against no change
+    (it was bars coloured on a scale that painted any gap full yellow against purple)."""
     results = tmp_path / "results"
     write_synthetic_results(results, name="one-dim", fs_block_sizes=(4096,), rounds=4)
     build_site(results, tmp_path / "site")
@@ -341,12 +344,81 @@ def test_one_dimension_gets_bars_with_ci_whiskers(
         p = page.page
         p.goto((tmp_path / "site" / "e" / "one-dim" / "index.html").as_uri())
         page.ready()
-        trace = p.evaluate(
-            "(() => { const t = document.getElementById('heatmap').data[0];"
-            " return [t.type, t.x, t.error_y.array.every(v => v > 0)]; })()"
+        trace, shapes = p.evaluate(
+            "(() => { const d = document.getElementById('heatmap'); const t = d.data[0];"
+            " return [[t.type, t.y, t.x, t.text, t.error_x.array],"
+            " d.layout.shapes.map(s => [s.type, s.x0, s.x1])]; })()"
         )
-        assert trace == ["bar", ["4 kB", "8 kB", "16 kB"], True]
-        assert shot(page, "#heatmap", "bars") > 0.05
+        kind, ys, xs, texts, plus = trace
+        assert kind == "scatter" and ys == ["4 kB", "8 kB (reference)", "16 kB"]
+        assert xs[1] == 0 and xs[0] > 0 > xs[2]  # 4 kB faster, 16 kB slower (the fixture)
+        assert plus[0] > 0 and plus[2] > 0  # each change has its CI
+        assert re.fullmatch(r"\+\d+\.\d % \(\+\d+\.\d to \+\d+\.\d\)   faster", texts[0]), texts
+        assert ["line", 0, 0] in shapes and ["rect", -2, 2] in shapes  # no change, ±2 %
+        png = png_of(page, "#heatmap", "forest-one-dim")  # thin marks on white: by colour
+        assert near_share(png, (0x1E, 0x7B, 0x34)) > 0.0002  # faster: green
+        assert near_share(png, (0xB3, 0x26, 0x1E)) > 0.0002  # slower: red
+        page.check_clean()
+    finally:
+        page.ctx.close()
+
+
+def test_experiment_page_answers_as_the_cli_and_draws_rounds_and_runs(
+    tmp_path: Path, browser: Any, shots: Path
+) -> None:
+    from blocklab.analysis.first_screen import first_screen
+    from blocklab.analysis.summary import summarize_experiment
+    from blocklab.store import ResultsDB
+
+    results = tmp_path / "results"
+    write_synthetic_results(results, name="one-dim", fs_block_sizes=(4096,), rounds=4)
+    build_site(results, tmp_path / "site")
+    with ResultsDB(results, create=False) as db:
+        cli = first_screen(summarize_experiment(db, "one-dim"))
+    page = Page(browser, shots)
+    try:
+        p = page.page
+        p.goto((tmp_path / "site" / "e" / "one-dim" / "index.html").as_uri())
+        page.ready()
+        assert p.locator("#answer-heading").inner_text() == cli[0]
+        assert "paired" in p.locator("#design-kind").inner_text()
+        assert "4 done of 4 planned" in p.locator("#design-rounds").inner_text()
+        verdicts = p.locator("#verdicts li").all_inner_texts()
+        assert [v.replace(" vs bs=8k wal=8k ext4-4k", "") for v in verdicts] == [
+            line.strip() for line in cli[1:3]
+        ]
+        assert p.locator("#check-lines li").count() >= 1
+        assert p.locator("#what-changed tbody tr").count() > 0
+        forest = p.evaluate("document.getElementById('forest').data[0].text")
+        assert [t.split("   ")[1] for t in forest] == ["faster", "slower"]
+        counts = p.evaluate(
+            "['rounds-chart', 'round-changes-chart', 'spread-chart', 'timeline-chart',"
+            " 'overlay-chart'].map(id => document.getElementById(id).data.length)"
+        )
+        assert counts == [3, 2, 3, 3, 2]  # round 4 of the reference failed: 2 lines
+        latency = p.evaluate("document.getElementById('latency-chart').data.map(t => t.x[0])")
+        assert latency == ["average"] * 3  # pgbench: the average only, and the page says so
+        assert "No percentile" in p.locator("#latency-note").inner_text()
+        spread = p.evaluate(
+            "document.getElementById('spread-chart').data.map(t => [t.type, t.y.length])"
+        )
+        assert spread == [["box", 4], ["box", 3], ["box", 4]]  # every successful run a point
+        dashed = p.evaluate(
+            "document.getElementById('overlay-chart').layout.shapes"
+            ".filter(s => s.type === 'line' && s.line.dash === 'dash').length"
+        )
+        assert dashed >= 2  # each run's checkpoint starts marked
+        assert near_share(png_of(page, "#forest", "forest"), (0x1E, 0x7B, 0x34)) > 0.0002
+        for chart in (
+            "latency-chart",
+            "rounds-chart",
+            "round-changes-chart",
+            "spread-chart",
+            "timeline-chart",
+            "overlay-chart",
+        ):
+            assert shot(page, f"#{chart}", chart) > 0.002, chart  # points and lines
+        p.screenshot(path=str(shots / "experiment-answer.png"), full_page=True)
         page.check_clean()
     finally:
         page.ctx.close()

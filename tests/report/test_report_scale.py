@@ -93,6 +93,7 @@ def test_one_more_run_rewrites_only_its_pages_and_matches_a_full_rebuild(
     new_run |= {k for k in after if k.startswith(f"{base}/runs/{run_id}-raw/")}
     expected_pages = {"index.html", "compare.html", f"{base}/index.html", f"{base}/grid.html"}
     csvs = {f"{base}/runs.csv", f"{base}/rounds.csv", f"{base}/series.csv"}
+    csvs.add(f"{base}/plots.js")  # the experiment page's rounds and runs plots
     cells = {k for k in changed if k.startswith(f"{base}/grid/")}
     assert len(cells) == 1  # the new run's cell only
     assert changed == new_run | expected_pages | csvs | cells | {MANIFEST}

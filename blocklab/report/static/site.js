@@ -101,7 +101,7 @@
     t += s.lo !== null ? "<br>95 % CI " + fmt(s.lo) + " – " + fmt(s.hi) : "<br>no CI (n < 2)";
     t += "<br>n = " + s.n;
     if (s.vs !== null && s.vs !== undefined) {
-      t += "<br>" + (s.ratio !== null ? "ratio to reference " : "difference to reference ") + s.vs;
+      t += "<br>against the reference " + s.vs;
       t += "<br>" + s.verdict;
     } else if (v.ref) t += "<br>reference";
     if (s.noisy) t += "<br>noisy";
@@ -116,29 +116,6 @@
       showscale: showscale,
       colorbar: { title: { text: m.label + (m.unit ? " (" + m.unit + ")" : ""), side: "right" } },
     };
-  }
-
-  function barTrace(exp, cm, m) {
-    // One dimension (or none): bars with the 95 % CI as whiskers.
-    const row = 0, mean = cm.z[row];
-    const hi = cm.xs.map((_, j) => statOf(exp, cm, j, "hi"));
-    const lo = cm.xs.map((_, j) => statOf(exp, cm, j, "lo"));
-    return {
-      type: "bar", x: cm.xl, y: mean, customdata: cm.hover[row],
-      hovertemplate: "%{customdata}<extra></extra>",
-      marker: { color: mean, colorscale: COLORSCALE, showscale: true,
-        colorbar: { title: { text: m.label + (m.unit ? " (" + m.unit + ")" : "") } } },
-      error_y: { type: "data", symmetric: false, visible: true, color: "#333",
-        array: mean.map((v, j) => (v === null || hi[j] === null ? 0 : hi[j] - v)),
-        arrayminus: mean.map((v, j) => (v === null || lo[j] === null ? 0 : v - lo[j])) },
-    };
-  }
-
-  function statOf(exp, cm, j, key) {
-    const href = cm.links[0][j];
-    const v = exp.variants.find((w) => w.href === href);
-    const s = v && v.stats[cm.metric];
-    return s && s[key] !== null && s[key] !== undefined ? s[key] : null;
   }
 
   function finite(zs) {
@@ -168,21 +145,210 @@
     const layout = { margin: { l: 80, r: 20, t: 10, b: 60 }, hovermode: "closest",
       xaxis: { type: "category", title: { text: x || "" } },
       yaxis: { type: "category", title: { text: y || "" } } };
-    let trace;
-    if (y) trace = heatTrace(cm, m, zmin, zmax, scale ? scale.showscale : true);
-    else {
-      trace = barTrace(exp, cm, m);
-      layout.yaxis = { title: { text: m.label + (m.unit ? " (" + m.unit + ")" : "") }, rangemode: "tozero" };
-    }
     div.innerHTML = "";
+    if (!y) {
+      // One dimension: each variant's change against the reference with its CI, against
+      // no change (a forest plot), not a colour scale that paints any gap full width.
+      const rows = forestRows(exp, cm);
+      if (!rows.length) { emptyMessage(div, "no ratio to the reference for " + m.label + ": the table below has the differences"); return cm; }
+      forestPlot(div, rows, exp.equivalence_pct || 2, m.label + ": change against the reference (95 % CI)");
+      return cm;
+    }
+    const trace = heatTrace(cm, m, zmin, zmax, scale ? scale.showscale : true);
     Plotly.newPlot(div, [trace], layout, CONFIG);
     onCellClick(div, cm);
     return cm;
   }
 
+
+  // ---- forest plots: changes in % with their 95 % CI, against no change -------------
+
+  const VERDICT_COLOR = { "v-faster": "#1e7b34", "v-slower": "#b3261e", "v-equal": "#1f5fa8",
+    "v-undecided": "#8a5a00", "v-none": "#66707a" };
+
+  // The css class of a verdict's words (blocklab.analysis.metrics.verdict_text).
+  function verdictCss(word) {
+    const w = (word || "").split(",")[0];
+    if (w === "faster" || w === "better") return "v-faster";
+    if (w === "slower" || w === "worse") return "v-slower";
+    if (w.startsWith("equal")) return "v-equal";
+    if (w === "undecided") return "v-undecided";
+    return "v-none";
+  }
+
+  function alpha(hex, a) {
+    const n = parseInt((hex || "#7f7f7f").slice(1), 16);
+    return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + a + ")";
+  }
+
+  // rows: {label, pct, lo, hi, text, word, css, href}; the first row on top.
+  function forestPlot(div, rows, eq, xTitle) {
+    const colour = rows.map((r) => VERDICT_COLOR[r.css] || "#333");
+    const trace = { type: "scatter", mode: "markers+text", x: rows.map((r) => r.pct), y: rows.map((r) => r.label),
+      text: rows.map((r) => r.text + (r.word ? "   " + r.word : "")), textposition: "top center",
+      textfont: { size: 11, color: colour }, cliponaxis: false,
+      marker: { size: 11, symbol: "diamond", color: colour }, customdata: rows.map((r) => r.href || ""),
+      hovertemplate: "%{y}<br>%{text}<extra></extra>",
+      error_x: { type: "data", symmetric: false, visible: true, color: "#333", thickness: 1.6, width: 7,
+        array: rows.map((r) => (r.hi === null ? 0 : r.hi - r.pct)),
+        arrayminus: rows.map((r) => (r.lo === null ? 0 : r.pct - r.lo)) } };
+    // from the lowest to the highest end of a CI, no change and the band always inside
+    const lows = [-eq * 1.6], highs = [eq * 1.6];
+    for (const r of rows) { lows.push(r.lo === null ? r.pct : r.lo); highs.push(r.hi === null ? r.pct : r.hi); }
+    const lo = Math.min(...lows.filter(isFinite)), hi = Math.max(...highs.filter(isFinite));
+    const pad = (hi - lo) * 0.08;
+    const shapes = [
+      { type: "rect", xref: "x", yref: "paper", x0: -eq, x1: eq, y0: 0, y1: 1, layer: "below",
+        fillcolor: "rgba(31,95,168,0.10)", line: { width: 0 } },
+      { type: "line", xref: "x", yref: "paper", x0: 0, x1: 0, y0: 0, y1: 1, line: { color: "#333", width: 1.5 } }];
+    const notes = [{ xref: "x", yref: "paper", x: 0, y: 1, yanchor: "bottom", showarrow: false,
+      text: "no change", font: { size: 10, color: "#333" } }];
+    Plotly.newPlot(div, [trace], { margin: { l: 20, r: 30, t: 22, b: 48 }, showlegend: false,
+      hovermode: "closest", shapes: shapes, annotations: notes,
+      xaxis: { title: { text: xTitle }, zeroline: false, range: [lo - pad, hi + pad], ticksuffix: " %" },
+      yaxis: { type: "category", autorange: "reversed", automargin: true } }, CONFIG);
+    onClickHref(div);
+  }
+
+  function onClickHref(div) {
+    div.on("plotly_click", (ev) => {
+      const h = ev.points[0] && ev.points[0].customdata;
+      if (h) window.location.href = h;
+    });
+  }
+
+  // One dimension's variants as forest rows (the reference at no change).
+  function forestRows(exp, cm) {
+    const rows = [];
+    cm.xs.forEach((_, j) => {
+      const href = cm.links[0][j];
+      const v = exp.variants.find((w) => w.href === href);
+      const s = v && v.stats[cm.metric];
+      if (!v || !s) return;
+      const pct = (x) => (x === null || x === undefined ? null : (x - 1) * 100);
+      if (v.ref) rows.push({ label: cm.xl[j] + " (reference)", pct: 0, lo: null, hi: null, text: "reference", word: "", css: "v-none", href });
+      else if (s.ratio !== null) rows.push({ label: cm.xl[j], pct: pct(s.ratio), lo: pct(s.rlo), hi: pct(s.rhi),
+        text: s.vs, word: s.verdict, css: verdictCss(s.verdict), href });
+    });
+    return rows;
+  }
+
+  // ---- the answer and the rounds and runs behind it --------------------------------
+
+  function simpleChart(id, traces, layout) {
+    const div = document.getElementById(id);
+    if (!div) return null;
+    if (!traces.length) { emptyMessage(div, "nothing to draw"); return null; }
+    Plotly.newPlot(div, traces, Object.assign({ margin: { l: 60, r: 10, t: 10, b: 45 }, hovermode: "closest",
+      legend: { orientation: "h", y: -0.25 } }, layout), CONFIG);
+    onClickHref(div);
+    return div;
+  }
+
+  function initAnswer(d) {
+    const a = d.answer;
+    const forest = document.getElementById("forest");
+    if (forest && a.forest.rows.length) {
+      const rows = a.forest.rows.map((r) => Object.assign({}, r, { label: r.label + (r.reference ? " vs " + r.reference : "") }));
+      forestPlot(forest, rows, a.forest.equivalence_pct, a.forest.metric + ": change against the reference (95 % CI)");
+    }
+    const p = window.blocklabPlots;  // plots.js beside the page: the rounds and runs
+    if (!p) { for (const id of ["rounds-chart", "round-changes-chart", "spread-chart", "timeline-chart", "overlay-chart"]) {
+      const div = document.getElementById(id); if (div) emptyMessage(div, "plots.js did not load"); } return; }
+    p.variants = d.variants;
+    const col = p.colors || {};
+    const unit = p.rounds.unit;
+    simpleChart("rounds-chart", p.rounds.values.filter((v) => v.points.length).map((v) => ({
+      type: "scatter", mode: "lines+markers", name: v.label + (v.ref ? " (reference)" : ""),
+      x: v.points.map((p) => p[0]), y: v.points.map((p) => p[1]),
+      line: { color: col[v.label], width: v.ref ? 2.5 : 1.5 } })),
+      { xaxis: { title: { text: "round" }, dtick: 1 }, yaxis: { title: { text: unit }, rangemode: "tozero" } });
+    roundChanges(p.rounds.changes, col);
+    runCharts(p, col);
+    initOverlay(p, col);
+    latencyChart(p.latency, col);
+  }
+
+  function roundChanges(changes, col) {
+    const shapes = [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: 0, y1: 0, line: { color: "#333", width: 1.2 } }];
+    const bands = changes.length <= 4;
+    for (const c of changes) {
+      if (!bands || c.lo === null) continue;
+      shapes.push({ type: "rect", xref: "paper", x0: 0, x1: 1, y0: c.lo, y1: c.hi, layer: "below",
+        fillcolor: alpha(col[c.variant], 0.13), line: { width: 0 } });
+      shapes.push({ type: "line", xref: "paper", x0: 0, x1: 1, y0: c.pct, y1: c.pct,
+        line: { color: col[c.variant], width: 1.2, dash: "dash" } });
+    }
+    simpleChart("round-changes-chart", changes.map((c) => ({ type: "scatter", mode: "markers", name: c.label,
+      x: c.points.map((p) => p[0]), y: c.points.map((p) => p[1]), marker: { size: 9, color: col[c.variant] },
+      hovertemplate: "round %{x}: %{y:+.1f} %<br>overall " + c.pct.toFixed(1) + " %<extra>" + c.label + "</extra>" })),
+      { xaxis: { title: { text: "round" }, dtick: 1 }, yaxis: { title: { text: "change, %" }, ticksuffix: " %" }, shapes });
+  }
+
+  function runCharts(d, col) {
+    const groups = new Map();
+    for (const v of d.variants) groups.set(v.label, []);
+    for (const r of d.runs) { if (!groups.has(r.label)) groups.set(r.label, []); groups.get(r.label).push(r); }
+    const named = [...groups].filter(([, runs]) => runs.length);
+    const hover = (r) => "#" + r.id + " " + r.label + ", round " + r.round + ", position " + r.position;
+    simpleChart("spread-chart", named.map(([label, runs]) => ({ type: "box", name: label, y: runs.map((r) => r.value),
+      boxpoints: "all", jitter: 0.45, pointpos: 0, marker: { color: col[label], size: 7 }, line: { color: col[label] },
+      text: runs.map(hover), customdata: runs.map((r) => r.href), hovertemplate: "%{text}<br>%{y:.1f}<extra></extra>" })),
+      { showlegend: false, yaxis: { title: { text: d.rounds.unit } } });
+    simpleChart("timeline-chart", named.map(([label, runs]) => ({ type: "scatter", mode: "markers", name: label,
+      x: runs.map((r) => r.start), y: runs.map((r) => r.value), marker: { color: col[label], size: 8 },
+      text: runs.map(hover), customdata: runs.map((r) => r.href), hovertemplate: "%{text}<br>%{y:.1f}<extra></extra>" })),
+      { xaxis: { type: "date", title: { text: "run start (UTC)" } }, yaxis: { title: { text: d.rounds.unit } } });
+  }
+
+  // Per statistic the driver stored (average; p95, max, ... where it reports them), each
+  // variant's runs as a box; the note says when no percentile exists (pgbench).
+  function latencyChart(lat, col) {
+    const note = document.getElementById("latency-note");
+    if (note) note.textContent = lat.percentiles ? "Percentiles as the driver reports them over each run."
+      : "No percentile is stored for these runs: pgbench reports each run's average latency and its standard deviation only.";
+    simpleChart("latency-chart", lat.variants.map((v) => ({ type: "box", name: v.label, x: v.x, y: v.y,
+      boxpoints: "all", jitter: 0.3, pointpos: 0, marker: { color: col[v.label], size: 6 }, line: { color: col[v.label] } })),
+      { boxmode: "group", xaxis: { type: "category", categoryorder: "array", categoryarray: lat.stats },
+        yaxis: { title: { text: "ms" }, rangemode: "tozero" } });
+  }
+
+  function initOverlay(d, col) {
+    const sel = document.getElementById("overlay-round");
+    const div = document.getElementById("overlay-chart");
+    if (!sel || !div) return;
+    if (!d.overlay.order.length) {
+      sel.parentElement.hidden = true;
+      emptyMessage(div, "drawn for at most " + d.overlay_limit + " variants: grid.html has one chart per cell");
+      return;
+    }
+    d.overlay.order.forEach((r, i) => option(sel, r, r, i === d.overlay.order.length - 1));
+    function draw() {
+      const runs = d.overlay.rounds[sel.value] || [];
+      const ts = [].concat(...runs.map((r) => r.t));
+      const tmin = Math.min(...ts), tmax = Math.max(...ts);
+      const shapes = [];
+      for (const r of runs) for (const c of r.checkpoints) {
+        const x0 = Math.max(c.start === null ? tmin : c.start, tmin), x1 = Math.min(c.end === null ? tmax : c.end, tmax);
+        if (x1 > x0) shapes.push({ type: "rect", xref: "x", yref: "paper", x0, x1, y0: 0, y1: 1, layer: "below",
+          fillcolor: alpha(col[r.label], 0.10), line: { width: 0 } });
+        if (c.start !== null && c.start >= tmin) shapes.push({ type: "line", xref: "x", yref: "paper", x0: c.start, x1: c.start,
+          y0: 0, y1: 1, line: { color: col[r.label], width: 1.3, dash: "dash" } });
+      }
+      Plotly.react(div, runs.map((r) => ({ type: "scatter", mode: "lines", name: "#" + r.id + " " + r.label,
+        x: r.t, y: r.v, line: { width: 1.3, color: col[r.label] } })),
+        { margin: { l: 60, r: 10, t: 10, b: 45 }, hovermode: "x unified", legend: { orientation: "h", y: -0.25 },
+          xaxis: { title: { text: "seconds into the run" }, range: [tmin, tmax] },
+          yaxis: { title: { text: d.rounds.unit }, rangemode: "tozero" }, shapes }, CONFIG);
+    }
+    sel.addEventListener("change", draw);
+    draw();
+  }
+
   // ---- experiment page -------------------------------------------------------------
 
   function initExperiment(d) {
+    if (d.answer) initAnswer(d);
     const metricSel = document.getElementById("metric");
     const xSel = document.getElementById("axis-x");
     const ySel = document.getElementById("axis-y");
@@ -309,7 +475,10 @@
     if (!div) return;
     const shown = traces.filter((t) => t && t.x.length);
     if (!shown.length) { emptyMessage(div, "not recorded in this run"); return; }
-    const layout = { margin: { l: 60, r: 10, t: 10, b: 40 }, hovermode: "x unified",
+    // a note goes above the plot, left, where the toolbar (top right) does not cover it
+    const noteLines = (notes || []).reduce((n, a) => n + a.text.split("<br>").length, 0);
+    const top = noteLines ? 14 * noteLines + 8 : 10;
+    const layout = { margin: { l: 60, r: 10, t: top, b: 40 }, hovermode: "x unified",
       legend: { orientation: "h", y: -0.2 }, xaxis: { title: { text: "seconds" }, range: [d.tmin, d.tmax] },
       yaxis: Object.assign({ rangemode: "tozero" }, yaxis || {}),
       shapes: cpShapes(d.checkpoints, d.tmin, d.tmax), annotations: notes || [] };
@@ -327,8 +496,11 @@
   // line; the chart states it (the note blocklab/report/panels.py writes).
   function flushNote(text) {
     if (!text) return [];
-    return [{ xref: "paper", yref: "paper", x: 1, y: 1, xanchor: "right", yanchor: "top",
-      showarrow: false, align: "right", font: { size: 10, color: "#666" }, text: text }];
+    // one amount a line, above the plot at the left: clear of the toolbar (top right)
+    const cut = text.indexOf(": ");
+    const lines = cut < 0 ? text : text.slice(0, cut + 1) + "<br>" + text.slice(cut + 2).split(", ").join(",<br>");
+    return [{ xref: "paper", yref: "paper", x: 0, y: 1, xanchor: "left", yanchor: "bottom",
+      showarrow: false, align: "left", font: { size: 10, color: "#666" }, text: lines }];
   }
 
   // The panels and their charts come from blocklab/report/panels.py (labels, units, the

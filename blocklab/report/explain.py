@@ -1,0 +1,99 @@
+"""What the experiment page adds to its tables: the answer in the CLI's words, what
+changed, and the plots of the throughput (blocklab.report.answer and .plots shape them;
+this module reads what they need from the results store)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from blocklab.analysis.summary import ExperimentSummary, summarize_experiment
+from blocklab.report import answer, data, plots
+from blocklab.report.data import ExperimentView
+from blocklab.store import ResultsStore
+
+Point = tuple[float, float | None]
+
+
+def summary_of(db: ResultsStore, exp: ExperimentView) -> ExperimentSummary:
+    """The throughput summary `blocklab summary` prints for this experiment (this fleet
+    host's runs), with its side metrics and checks."""
+    return summarize_experiment(db, exp.stored_name, "tps", host=exp.fleet_host or None)
+
+
+def planned_rounds(db: ResultsStore, exp: ExperimentView) -> int | None:
+    """The rounds the experiment file asked for (None when it does not say)."""
+    spec = json.loads(db.experiment(exp.stored_name)["spec_json"] or "{}")
+    rounds = spec.get("rounds")
+    return rounds if isinstance(rounds, int) else None
+
+
+def round_orders(exp: ExperimentView, labels: Mapping[str, str]) -> dict[int, list[str]]:
+    """round -> the variants' labels in the order they ran (a variant twice in abba)."""
+    by_round: dict[int, list[tuple[int, int, str]]] = {}
+    for r in exp.runs:
+        by_round.setdefault(r.round, []).append((r.position, r.id, r.variant_id))
+    return {n: [labels.get(vid, vid) for _, _, vid in sorted(runs)] for n, runs in by_round.items()}
+
+
+def changed_cells(exp: ExperimentView) -> list[tuple[str, str, str, Any, Any]]:
+    """(metric, variant, reference, its CellStats, the reference's) of every comparison."""
+    by_id = {v.variant_id: v for v in exp.variants}
+    out = []
+    for m in exp.metrics:
+        for v in exp.variants:
+            ref = by_id.get(v.reference_id or "")
+            if v.is_reference or ref is None:
+                continue
+            out.append(
+                (
+                    m.key,
+                    v.label or v.variant_id,
+                    ref.label or ref.variant_id,
+                    v.cells.get(m.key),
+                    ref.cells.get(m.key),
+                )
+            )
+    return out
+
+
+def experiment_extras(
+    db: ResultsStore,
+    exp: ExperimentView,
+    summary: ExperimentSummary,
+    tps: Mapping[int, Sequence[Point]],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The page's answer and what changed (embedded: their size grows with the variants
+    only), and the plots' data (grows with the runs: in plots.js, `plots_script`).
+    `tps`: the runs' per-second throughput already read (others are read here, for the
+    overlay's rounds only)."""
+    labels = {v.variant_id: v.label or v.variant_id for v in exp.variants}
+    found = answer.changed_from_cells(changed_cells(exp))
+    rounds = set(plots.overlay_rounds(exp.runs, len(exp.variants)))
+    drawn = [r for r in exp.runs if r.round in rounds and r.status == "ok"]
+    series = {
+        r.id: list(tps[r.id]) if r.id in tps else data.throughput_series(db.series(r.id))
+        for r in drawn
+    }
+    cps = {r.id: data.run_detail(db, r.id, {}).checkpoints for r in drawn}
+    page = {
+        "answer": answer.answer_json(summary, round_orders(exp, labels), planned_rounds(db, exp)),
+        "changed": answer.changed_rows(found),
+    }
+    return page, {
+        "rounds": plots.rounds_json(summary),
+        "runs": plots.runs_json(exp.runs, labels),
+        "latency": plots.latency_json(exp.runs, labels),
+        "overlay": plots.overlay_json(drawn, labels, series, cps),
+        "colors": plots.colours(list(labels.values())),
+        "overlay_limit": plots.MAX_OVERLAY_VARIANTS,
+    }
+
+
+def plots_script(plot_data: Mapping[str, Any]) -> str:
+    """plots.js beside the experiment page: a script that sets window.blocklabPlots (a
+    <script src> loads from file://, where fetch() may not), so the page stays the same
+    size however many runs the experiment has."""
+    body = json.dumps(plot_data, separators=(",", ":"))
+    return f"window.blocklabPlots = {body};\n"
