@@ -309,3 +309,44 @@ def test_pure_parts() -> None:
     assert (
         fmt_eta(3725) == "1 h 02 min" and fmt_eta(75) == "1 min 15 s" and fmt_eta(None) == "unknown"
     )
+
+
+def test_an_agent_refuses_a_queued_job_its_owner_did_not_allow(
+    agents: Agents, fleet_db: dict[str, str], tmp_path: Path
+) -> None:
+    """The trust boundary through a real queue: a job asks for a shell command in a
+    setting (archive_command touching a canary) and says it is allowed; the agent, started
+    without --allow, records the job's failure naming the key and the class, runs nothing,
+    and the canary never appears. Then the submitter rewrites the queued spec in place (a
+    queue writer is no owner either): the same refusal."""
+    canary = tmp_path / "canary"
+    spec = tmp_path / "asks.toml"
+    spec.write_text(
+        _toml("asks", rounds=1).replace("seed = 7\n", "seed = 7\nallow_commands = true\n")
+        + f'[matrix.settings]\narchive_mode = "on"\narchive_command = "touch {canary}"\n'
+    )
+    sub = _blocklab("fleet", "submit", str(spec), "--hosts", "owner1", env=fleet_db)
+    assert sub.returncode == 0, sub.stderr
+    assert "its agents need --allow commands" in sub.stdout
+    agents.start("owner1", "--until-idle")
+    assert agents.wait("owner1", 300) == 0, agents.output("owner1")
+    assert not _runs(fleet_db, "asks") and not canary.exists()
+    status = _blocklab("fleet", "status", env=fleet_db)
+    assert "failed on owner1 (asks)" in status.stdout, status.stdout
+    assert "archive_command" in status.stdout and "--allow commands" in status.stdout
+
+    (tmp_path / "plain.toml").write_text(_toml("plain", rounds=1))
+    sub = _blocklab(
+        "fleet", "submit", str(tmp_path / "plain.toml"), "--hosts", "owner2", env=fleet_db
+    )
+    assert sub.returncode == 0, sub.stderr
+    with psycopg.connect(fleet_db["BLOCKLAB_RESULTS"], autocommit=True) as conn:
+        conn.execute(
+            "UPDATE blocklab_fleet_experiments SET spec_text = %s WHERE name = 'plain'",
+            (spec.read_text().replace('name = "asks"', 'name = "plain"'),),
+        )
+    agents.start("owner2", "--until-idle")
+    assert agents.wait("owner2", 300) == 0, agents.output("owner2")
+    assert not _runs(fleet_db, "plain") and not canary.exists()
+    status = _blocklab("fleet", "status", env=fleet_db)
+    assert "failed on owner2 (plain)" in status.stdout, status.stdout
