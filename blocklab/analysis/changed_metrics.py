@@ -12,7 +12,8 @@ experiments of 30 to 80 metrics.
 The candidates are the metrics of the catalogue (blocklab.analysis.metrics) and every
 per-transaction metric the probes store (a device's bytes per transaction, for one),
 compared as the summary compares throughput (summarize_experiment: the design's per-round
-values, paired with the reference's). Byte counters are named for what they count.
+values, paired with the reference's). Each metric is named as everywhere else, by its
+catalogue label (one name per metric).
 """
 
 from __future__ import annotations
@@ -36,17 +37,6 @@ from blocklab.units import fmt_value
 NOT_LISTED = ("tps",)  # the table above is the throughput
 FALSE_DISCOVERY_RATE = 0.05
 _CATALOGUE = {m.key for m in KNOWN_METRICS}
-# What a byte counter counts, where the catalogue's label leaves it open.
-WHAT_IT_COUNTS = {
-    "wal_bytes_per_xact": "WAL records (pg_stat_wal) per transaction",
-    "device_wal_write_bytes_per_xact": "device writes on the WAL volume per transaction",
-    "device_wal_read_bytes_per_xact": "device reads on the WAL volume per transaction",
-    "device_data_write_bytes_per_xact": "device writes on the data volume per transaction",
-    "device_data_read_bytes_per_xact": "device reads on the data volume per transaction",
-    "relation_write_bytes_per_xact": (
-        "relation pages written by the server (checkpointer + bgwriter + backends) per transaction"
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -87,13 +77,6 @@ def discoveries(p_values: Sequence[float], rate: float = FALSE_DISCOVERY_RATE) -
     return [bool(p <= rate) for p in adjusted]
 
 
-def label_of(key: str) -> MetricInfo:
-    """The metric's catalogue entry, its label naming what a byte counter counts."""
-    info = metric_info(key)
-    what = WHAT_IT_COUNTS.get(key)
-    return info if what is None else MetricInfo(key, what, info.unit, info.higher_is_better)
-
-
 def candidates(stored: list[str]) -> list[str]:
     """The stored metrics worth comparing: the catalogue's and every per-transaction one."""
     return [
@@ -107,7 +90,7 @@ def find(db: ResultsStore, name: str, host: str | None = None) -> ChangedMetrics
     out = ChangedMetrics()
     candidates_found: list[Change] = []
     for key in candidates(db.metric_names(name)):
-        info = label_of(key)
+        info = metric_info(key)
         s = summarize_experiment(db, name, key, side=False, host=host)
         by_id = {v.variant_id: v for v in s.variants}
         values: list[float] = []

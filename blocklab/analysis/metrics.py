@@ -74,7 +74,10 @@ KNOWN_METRICS = (
     ),
     MetricInfo("backend_write_bytes_per_xact", "backend bytes per transaction", "bytes", False),
     MetricInfo(
-        "relation_write_bytes_per_xact", "relation bytes written per transaction", "bytes", False
+        "relation_write_bytes_per_xact",
+        "relation bytes written per transaction (checkpointer + bgwriter + backends)",
+        "bytes",
+        False,
     ),
     MetricInfo("hot_update_ratio", "HOT update ratio", "fraction", True),
     MetricInfo("newpage_update_ratio", "new-page update ratio", "fraction", False),
