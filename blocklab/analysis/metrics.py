@@ -134,6 +134,7 @@ KNOWN_METRICS = (
 _KNOWN = {m.key: m for m in KNOWN_METRICS}
 RUN_COLUMN_METRICS = ("tps", "latency_avg_ms", "latency_stddev_ms")  # in the runs table
 SPEED_METRICS = ("tps", "latency_avg_ms")  # compared as faster/slower
+SHARE_UNITS = ("fraction", "%")  # compared in percentage points
 
 
 _QUERY_KEY = re.compile(r"^(q\d+)_mean_ms$")  # blocklab.workloads.tpch.metrics_of
@@ -249,12 +250,15 @@ def compare(
     info: MetricInfo,
     equivalence_pct: float = stats.EQUIVALENCE_PCT,
 ) -> stats.Comparison:
-    """The paired comparison in the metric's own direction."""
+    """The paired comparison in the metric's own direction; a share (a fraction or a
+    percentage) as its difference in percentage points, a t interval on the per-round
+    differences (a change of a hit ratio from 98 % to 99 % is +1 pp, not +1.0 %)."""
     return stats.compare_paired(
         ref_values,
         values,
         higher_is_better=info.higher_is_better is not False,
         equivalence_pct=equivalence_pct,
+        difference=info.unit in SHARE_UNITS,
     )
 
 

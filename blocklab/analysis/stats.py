@@ -222,8 +222,11 @@ def compare_paired(
     higher_is_better: bool = True,
     confidence: float = CONFIDENCE,
     equivalence_pct: float = EQUIVALENCE_PCT,
+    difference: bool = False,
 ) -> Comparison:
     """Compare `other` with `ref`, both round -> value. Unpaired rounds are ignored.
+    `difference`: on the DIFFERENCE scale even where every value is positive (a share,
+    whose change is read in percentage points, not as a ratio of ratios).
 
     The verdict is FASTER (SLOWER) when the whole CI lies above (below) no change for a
     higher-is-better metric such as tps; else EQUAL when TOST shows the change inside
@@ -237,8 +240,10 @@ def compare_paired(
     a = [ref[r] for r in rounds]
     b = [other[r] for r in rounds]
     note = _no_ratio_note(rounds, a, b)
-    scale = DIFFERENCE if note else RATIO
-    samples = [y - x for x, y in zip(a, b, strict=True)] if note else _log_ratios(a, b)
+    scale = DIFFERENCE if note or difference else RATIO
+    samples = (
+        [y - x for x, y in zip(a, b, strict=True)] if scale == DIFFERENCE else _log_ratios(a, b)
+    )
     back = _back(scale)
     n = len(rounds)
     centre = statistics.fmean(samples)
