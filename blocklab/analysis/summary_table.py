@@ -207,7 +207,12 @@ def design_lines(s: ExperimentSummary, *, everything: bool = True) -> list[str]:
     if zero and not everything:
         what = f"{zero} side comparison{'s' * (zero != 1)}"
         lines.append(f"0 in both variants, not shown: {what} (summary --all lists them)")
+    if s.side_fixed:
+        lines.append(f"{FIXED_BY_BUILD}, not compared: " + ", ".join(s.side_fixed))
     return lines
+
+
+FIXED_BY_BUILD = "fixed by each build (one value per variant in every round)"
 
 
 def verdict_lines(s: ExperimentSummary) -> list[str]:

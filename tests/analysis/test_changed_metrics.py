@@ -14,6 +14,8 @@ from helpers import small_experiment
 from blocklab import units
 from blocklab.analysis import changed_metrics
 from blocklab.analysis.metrics import KNOWN_METRICS, metric_info
+from blocklab.analysis.summary import fixed_by_build
+from blocklab.analysis.summary_table import FIXED_BY_BUILD
 from blocklab.cli import main
 from blocklab.store import ResultsDB, RunRecord
 
@@ -22,6 +24,7 @@ ROUNDS = 6
 # (issue 35: "WAL records" here and "WAL bytes" there; "pages" for a count of bytes)
 RELATION = "relation bytes written per transaction (checkpointer + bgwriter + backends)"
 WAL_DEVICE = "WAL device bytes written per transaction"
+REQUEST = "relation bytes per read request (pg_stat_io)"
 JITTER = (1.00, 1.02, 0.98, 1.01, 0.99, 1.00)  # made-up round-to-round noise
 SHUFFLED = (0.99, 1.01, 1.00, 0.98, 1.02, 1.00)  # the same noise in another order
 # variant -> metric -> per-round values
@@ -33,6 +36,7 @@ VALUES = {
         "relation_write_bytes_per_xact": [0.0] * ROUNDS,
         "server_cpu_s_per_xact": [0.001 * j for j in JITTER],
         "device_data_write_bytes_per_xact": [2000.0 * j for j in JITTER],
+        "io_read_bytes_per_read_relation": [8192.0] * ROUNDS,  # the page size: a tautology
     },
     "wal=4k": {
         "tps": [520.0 * j for j in SHUFFLED],
@@ -41,6 +45,7 @@ VALUES = {
         "relation_write_bytes_per_xact": [0.0] * ROUNDS,
         "server_cpu_s_per_xact": [0.001 * j for j in SHUFFLED],
         "device_data_write_bytes_per_xact": [2200.0 * j for j in SHUFFLED],
+        "io_read_bytes_per_read_relation": [4096.0] * ROUNDS,
     },
 }
 
@@ -92,6 +97,16 @@ def test_changed_listed_largest_first_zero_in_both_said_unchanged_left_out(
     assert f"0 in both: {RELATION}" in "\n".join(changed_metrics.lines(found, everything=True))
     assert "false discovery rate 5 % over 4 metric comparisons" in text  # 0 in both: no test
     assert "server CPU" not in text and "WAL bytes" not in text  # unchanged: not listed
+    # bytes per read request = each build's page size: folded before BH, not a finding
+    assert found.fixed == [REQUEST] and REQUEST not in [c.info.label for c in found.changes]
+    assert f"1 metric {FIXED_BY_BUILD}, not tested" in text
+
+
+def test_a_metric_fixed_in_one_variant_only_is_still_tested() -> None:
+    assert fixed_by_build([{1: 4096.0, 2: 4096.0}, {1: 8192.0, 2: 8192.0}])
+    assert not fixed_by_build([{1: 4096.0, 2: 4096.0}, {1: 8192.0, 2: 11780.9}])
+    assert not fixed_by_build([{1: 4096.0}, {1: 8192.0}])  # one round shows nothing
+    assert not fixed_by_build([{1: 5.0, 2: 5.0}, {1: 5.0, 2: 5.0}])  # the same: "constant"
 
 
 def test_the_summary_command_prints_it_under_the_throughput_table(
@@ -103,6 +118,9 @@ def test_the_summary_command_prints_it_under_the_throughput_table(
     section_at = out.index("What changed (Benjamini-Hochberg")
     assert table_at < section_at
     assert WAL_DEVICE in out[section_at:]
+    # the side metrics say so too, where they printed "-50.0 %" as a change
+    assert f"{FIXED_BY_BUILD}, not compared: {REQUEST}" in out[:section_at]
+    assert f"{REQUEST}: wal=4k" not in out
     assert main(["summary", "walblock", "--results", str(results), "--metric", "hot"]) == 2
 
 
