@@ -35,6 +35,7 @@ from blocklab.analysis.metrics import (
     verdict_text,
 )
 from blocklab.analysis.rounds import RunValue, per_round_values
+from blocklab.analysis.setting import setting_line
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as designs
 from blocklab.store import ResultsStore, Row
@@ -77,6 +78,7 @@ class ExperimentSummary:
     side: dict[str, list[tuple[str, stats.Comparison, bool]]] = field(default_factory=dict)
     # the side metrics fixed by each variant's build (fixed_by_build): not findings
     side_fixed: list[str] = field(default_factory=list)
+    setting: str = ""  # host, PostgreSQL version, workload, scale, clients (one line)
     # lines on the measured windows, judged flat or drifted (stationarity.summary_lines)
     stationarity: list[str] = field(default_factory=list)
     # other processes' use of the CPUs during the runs (blocklab.analysis.disturbance)
@@ -217,6 +219,7 @@ def summarize_experiment(
         name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done, design=design
     )
     result.equivalence_pct = equivalence_of(exp)
+    result.setting = setting_line(exp, variants, all_runs, host or "")
     labels = {v["variant_id"]: v["label"] for v in variants}
     runs_of = _runs_by_variant(labels, all_runs)
     refs = {v["reference_id"] or ref_id for v in variants} - {None}
