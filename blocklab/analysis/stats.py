@@ -222,11 +222,9 @@ def compare_paired(
     higher_is_better: bool = True,
     confidence: float = CONFIDENCE,
     equivalence_pct: float = EQUIVALENCE_PCT,
-    difference: bool = False,
+    difference: bool = False,  # the DIFFERENCE scale even if all > 0 (a share: points)
 ) -> Comparison:
     """Compare `other` with `ref`, both round -> value. Unpaired rounds are ignored.
-    `difference`: on the DIFFERENCE scale even where every value is positive (a share,
-    whose change is read in percentage points, not as a ratio of ratios).
 
     The verdict is FASTER (SLOWER) when the whole CI lies above (below) no change for a
     higher-is-better metric such as tps; else EQUAL when TOST shows the change inside

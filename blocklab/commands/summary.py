@@ -17,7 +17,7 @@ from blocklab.errors import UserError
     default="tps",
     show_default=True,
     help="a metric's key or the label the summary prints: tps (throughput), "
-    "latency_avg_ms, wal_bytes_per_xact or 'WAL bytes per transaction', ...",
+    "latency_avg_ms, wal_bytes_per_xact or 'WAL bytes per transaction'",
 )
 @click.option(
     "--all",
