@@ -94,6 +94,8 @@ def fmt_difference(x: float | None, unit: str) -> str:
         return NO_VALUE
     if unit == "fraction":
         return f"{x * 100:+.1f} pp"
+    if unit == "%":
+        return f"{x:+.1f} pp"
     sign = "+" if x > 0 else ("-" if x < 0 else "")
     return sign + fmt_value(abs(x), unit)
 

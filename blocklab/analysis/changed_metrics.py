@@ -12,7 +12,8 @@ experiments of 30 to 80 metrics.
 The candidates are the metrics of the catalogue (blocklab.analysis.metrics) and every
 per-transaction metric the probes store (a device's bytes per transaction, for one),
 compared as the summary compares throughput (summarize_experiment: the design's per-round
-values, paired with the reference's). Byte counters are named for what they count.
+values, paired with the reference's). Each metric is named as everywhere else, by its
+catalogue label (one name per metric).
 """
 
 from __future__ import annotations
@@ -28,25 +29,14 @@ from scipy.stats import false_discovery_control
 
 from blocklab.analysis import stats
 from blocklab.analysis.metrics import KNOWN_METRICS, MetricInfo, metric_info
-from blocklab.analysis.summary import summarize_experiment
-from blocklab.analysis.summary_table import gain_text
+from blocklab.analysis.summary import fixed_by_build, summarize_experiment
+from blocklab.analysis.summary_table import FIXED_BY_BUILD, gain_text
 from blocklab.store import ResultsStore
 from blocklab.units import fmt_value
 
 NOT_LISTED = ("tps",)  # the table above is the throughput
 FALSE_DISCOVERY_RATE = 0.05
 _CATALOGUE = {m.key for m in KNOWN_METRICS}
-# What a byte counter counts, where the catalogue's label leaves it open.
-WHAT_IT_COUNTS = {
-    "wal_bytes_per_xact": "WAL records (pg_stat_wal) per transaction",
-    "device_wal_write_bytes_per_xact": "device writes on the WAL volume per transaction",
-    "device_wal_read_bytes_per_xact": "device reads on the WAL volume per transaction",
-    "device_data_write_bytes_per_xact": "device writes on the data volume per transaction",
-    "device_data_read_bytes_per_xact": "device reads on the data volume per transaction",
-    "relation_write_bytes_per_xact": (
-        "relation pages written by the server (checkpointer + bgwriter + backends) per transaction"
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -76,6 +66,7 @@ class ChangedMetrics:
     changes: list[Change] = field(default_factory=list)  # largest relative change first
     zero_in_both: list[str] = field(default_factory=list)  # labels: 0 in every comparison
     constant: list[str] = field(default_factory=list)  # labels: one value in every round
+    fixed: list[str] = field(default_factory=list)  # labels: fixed by each build, not tested
     tested: int = 0  # the (metric x comparison) candidates the error rate is over
 
 
@@ -85,13 +76,6 @@ def discoveries(p_values: Sequence[float], rate: float = FALSE_DISCOVERY_RATE) -
         return []
     adjusted = false_discovery_control(list(p_values), method="bh")
     return [bool(p <= rate) for p in adjusted]
-
-
-def label_of(key: str) -> MetricInfo:
-    """The metric's catalogue entry, its label naming what a byte counter counts."""
-    info = metric_info(key)
-    what = WHAT_IT_COUNTS.get(key)
-    return info if what is None else MetricInfo(key, what, info.unit, info.higher_is_better)
 
 
 def candidates(stored: list[str]) -> list[str]:
@@ -107,23 +91,28 @@ def find(db: ResultsStore, name: str, host: str | None = None) -> ChangedMetrics
     out = ChangedMetrics()
     candidates_found: list[Change] = []
     for key in candidates(db.metric_names(name)):
-        info = label_of(key)
+        info = metric_info(key)
         s = summarize_experiment(db, name, key, side=False, host=host)
         by_id = {v.variant_id: v for v in s.variants}
         values: list[float] = []
+        changes, per_variant = [], []
         for v in s.variants:
             ref = by_id.get(v.reference_id or "")
             if v.is_reference or v.comparison is None or ref is None or not v.values:
                 continue
             values += [*ref.values.values(), *v.values.values()]
+            per_variant += [ref.values, v.values]
             if v.comparison.p_value is not None:
                 ref_mean, mean = _mean(ref.values), _mean(v.values)
-                change = Change(info, v.label, ref.label, ref_mean, mean, v.comparison)
-                candidates_found.append(change)
+                changes.append(Change(info, v.label, ref.label, ref_mean, mean, v.comparison))
         if values and all(x == 0 for x in values):
             out.zero_in_both.append(info.label)
         elif values and len(set(values)) == 1:
             out.constant.append(info.label)
+        elif per_variant and fixed_by_build(per_variant):
+            out.fixed.append(info.label)  # a tautology: left out before the BH selection
+            continue
+        candidates_found += changes
     return select(out, candidates_found)
 
 
@@ -142,7 +131,7 @@ def _mean(values: dict[int, float]) -> float:
 
 def lines(found: ChangedMetrics, *, everything: bool = False) -> list[str]:
     """The section's lines: a heading, one line per change, the folded metrics."""
-    if not found.tested and not found.zero_in_both and not found.constant:
+    if not found.tested and not found.zero_in_both and not found.constant and not found.fixed:
         return []
     rate = f"{FALSE_DISCOVERY_RATE * 100:g} %"
     out = [
@@ -166,14 +155,20 @@ def _folded(found: ChangedMetrics, everything: bool) -> list[str]:
         out = ["  0 in both: " + ", ".join(found.zero_in_both)] if found.zero_in_both else []
         if found.constant:
             out.append("  the same value in every round: " + ", ".join(found.constant))
+        if found.fixed:
+            out.append(f"  {FIXED_BY_BUILD}, not tested: " + ", ".join(found.fixed))
         return out
     n = len(found.zero_in_both) + len(found.constant)
-    if not n:
-        return []
-    return [
-        f"  {n} metric{'s are' if n != 1 else ' is'} 0 in both variants or the same in every "
-        "round; summary --all lists them"
-    ]
+    out = []
+    if n:
+        out.append(
+            f"  {n} metric{'s are' if n != 1 else ' is'} 0 in both variants or the same in "
+            "every round; summary --all lists them"
+        )
+    if found.fixed:
+        k = len(found.fixed)
+        out.append(f"  {k} metric{'s' * (k != 1)} {FIXED_BY_BUILD}, not tested; --all names them")
+    return out
 
 
 def print_changed(

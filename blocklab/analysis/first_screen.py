@@ -26,7 +26,8 @@ MAX_LINES = 15
 
 
 def first_screen(s: ExperimentSummary) -> list[str]:
-    """The heading, the verdicts, the key side metrics and the checks."""
+    """The heading, what ran (host, PostgreSQL, workload), the verdicts, the key side
+    metrics and the checks."""
     refs = {v.reference_label for v in s.variants if not v.is_reference}
     one_ref = len(refs) == 1
     head = (
@@ -34,7 +35,8 @@ def first_screen(s: ExperimentSummary) -> list[str]:
         + (f", against {next(iter(refs))}" if one_ref and next(iter(refs)) else "")
         + f"; equal means within ±{s.equivalence_pct:g} %"
     )
-    lines = [head, *(f"  {line}" for line in verdict_lines(s, name_reference=not one_ref))]
+    lines = [head, *([f"  {s.setting}"] if s.setting else [])]
+    lines += [f"  {line}" for line in verdict_lines(s, name_reference=not one_ref)]
     side = key_side_lines(s)
     if side:
         lines += ["key side metrics:", *(f"  {line}" for line in side)]

@@ -7,12 +7,14 @@ name, with a unit guessed from its suffix and no direction.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from blocklab.analysis import stats
+from blocklab.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,10 @@ KNOWN_METRICS = (
     ),
     MetricInfo("backend_write_bytes_per_xact", "backend bytes per transaction", "bytes", False),
     MetricInfo(
-        "relation_write_bytes_per_xact", "relation bytes written per transaction", "bytes", False
+        "relation_write_bytes_per_xact",
+        "relation bytes written per transaction (checkpointer + bgwriter + backends)",
+        "bytes",
+        False,
     ),
     MetricInfo("hot_update_ratio", "HOT update ratio", "fraction", True),
     MetricInfo("newpage_update_ratio", "new-page update ratio", "fraction", False),
@@ -131,6 +136,7 @@ KNOWN_METRICS = (
 _KNOWN = {m.key: m for m in KNOWN_METRICS}
 RUN_COLUMN_METRICS = ("tps", "latency_avg_ms", "latency_stddev_ms")  # in the runs table
 SPEED_METRICS = ("tps", "latency_avg_ms")  # compared as faster/slower
+SHARE_UNITS = ("fraction", "%")  # compared in percentage points
 
 
 _QUERY_KEY = re.compile(r"^(q\d+)_mean_ms$")  # blocklab.workloads.tpch.metrics_of
@@ -172,6 +178,47 @@ def drivers_of(variant_jsons: Iterable[str | None]) -> list[str]:
         workload = json.loads(text or "{}").get("workload", {})
         out.add(workload.get("driver", DEFAULT_DRIVER))
     return sorted(out)
+
+
+ALLOWED_SHOWN = 8  # stored metrics an unknown --metric's message names
+
+
+def resolve_metric(name: str, stored: Sequence[str], flag: str = "--metric") -> str:
+    """The key of the stored metric `name` names: its key, or the label the summary prints
+    for it ("WAL bytes per transaction", case and spacing aside, with or without its
+    "(unit)"). Else a UserError with the closest keys and labels ("did you mean")."""
+    keys = list(dict.fromkeys([*RUN_COLUMN_METRICS, *stored]))
+    if name in keys:
+        return name
+    by_words: dict[str, str] = {}
+    for key in keys:
+        info = metric_info(key)
+        for words in (info.label, f"{info.label} ({info.unit})"):
+            by_words.setdefault(_words(words), key)
+    by_words.setdefault("throughput", "tps")
+    found = by_words.get(_words(name))
+    if found is not None:
+        return found
+    close = difflib.get_close_matches(_words(name), [*by_words, *keys], n=3, cutoff=0.6)
+    guesses = list(dict.fromkeys(by_words.get(c, c) for c in close))
+    hint = " Did you mean " + " or ".join(_named(k) for k in guesses) + "?" if guesses else ""
+    shown = [m.key for m in KNOWN_METRICS if m.key in keys][:ALLOWED_SHOWN]
+    more = len(keys) - len(shown)
+    rest = f" and {more} more (blocklab export --csv lists them all in rounds.csv)"
+    raise UserError(
+        f"{flag}: '{name}' names no stored metric.{hint} Allowed: a stored metric's key or "
+        f"label, such as {', '.join(_named(k) for k in shown)}" + (rest if more else "")
+    )
+
+
+def _words(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _named(key: str) -> str:
+    """'WAL bytes per transaction' (wal_bytes_per_xact)."""
+    label = metric_info(key).label
+    return f"'{label}' ({key})" if _words(label) != _words(key.replace("_", " ")) else key
 
 
 def metric_info(key: str) -> MetricInfo:
@@ -246,12 +293,15 @@ def compare(
     info: MetricInfo,
     equivalence_pct: float = stats.EQUIVALENCE_PCT,
 ) -> stats.Comparison:
-    """The paired comparison in the metric's own direction."""
+    """The paired comparison in the metric's own direction; a share (a fraction or a
+    percentage) as its difference in percentage points, a t interval on the per-round
+    differences (a change of a hit ratio from 98 % to 99 % is +1 pp, not +1.0 %)."""
     return stats.compare_paired(
         ref_values,
         values,
         higher_is_better=info.higher_is_better is not False,
         equivalence_pct=equivalence_pct,
+        difference=info.unit in SHARE_UNITS,
     )
 
 

@@ -222,6 +222,7 @@ def compare_paired(
     higher_is_better: bool = True,
     confidence: float = CONFIDENCE,
     equivalence_pct: float = EQUIVALENCE_PCT,
+    difference: bool = False,  # the DIFFERENCE scale even if all > 0 (a share: points)
 ) -> Comparison:
     """Compare `other` with `ref`, both round -> value. Unpaired rounds are ignored.
 
@@ -237,8 +238,10 @@ def compare_paired(
     a = [ref[r] for r in rounds]
     b = [other[r] for r in rounds]
     note = _no_ratio_note(rounds, a, b)
-    scale = DIFFERENCE if note else RATIO
-    samples = [y - x for x, y in zip(a, b, strict=True)] if note else _log_ratios(a, b)
+    scale = DIFFERENCE if note or difference else RATIO
+    samples = (
+        [y - x for x, y in zip(a, b, strict=True)] if scale == DIFFERENCE else _log_ratios(a, b)
+    )
     back = _back(scale)
     n = len(rounds)
     centre = statistics.fmean(samples)

@@ -35,6 +35,7 @@ from blocklab.analysis.metrics import (
     verdict_text,
 )
 from blocklab.analysis.rounds import RunValue, per_round_values
+from blocklab.analysis.setting import setting_line
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as designs
 from blocklab.store import ResultsStore, Row
@@ -75,6 +76,9 @@ class ExperimentSummary:
     # metric -> [(variant label, comparison with its reference)], for tps summaries
     # metric -> (variant label, comparison, 0 in both) for the side metrics
     side: dict[str, list[tuple[str, stats.Comparison, bool]]] = field(default_factory=dict)
+    # the side metrics fixed by each variant's build (fixed_by_build): not findings
+    side_fixed: list[str] = field(default_factory=list)
+    setting: str = ""  # host, PostgreSQL version, workload, scale, clients (one line)
     # lines on the measured windows, judged flat or drifted (stationarity.summary_lines)
     stationarity: list[str] = field(default_factory=list)
     # other processes' use of the CPUs during the runs (blocklab.analysis.disturbance)
@@ -109,6 +113,7 @@ class ExperimentSummary:
 
 
 LATENCY = metric_info("latency_avg_ms")
+MIN_ROUNDS_FIXED = 2  # rounds a value must repeat in to be called fixed by the build
 # interleaved records keep no 1 Hz series (a window holds the other server's slices)
 INTERLEAVED_NOT_JUDGED = (
     "stationarity: not judged (interleaved slices keep no per-second series: a window "
@@ -214,6 +219,7 @@ def summarize_experiment(
         name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done, design=design
     )
     result.equivalence_pct = equivalence_of(exp)
+    result.setting = setting_line(exp, variants, all_runs, host or "")
     labels = {v["variant_id"]: v["label"] for v in variants}
     runs_of = _runs_by_variant(labels, all_runs)
     refs = {v["reference_id"] or ref_id for v in variants} - {None}
@@ -239,7 +245,7 @@ def summarize_experiment(
         result.aa, what, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs) + f" {what}"
     if side and metric == "tps":
-        result.side = _side_metrics(db, name, host)
+        result.side, result.side_fixed = _side_metrics(db, name, host)
         result.disturbance = disturbance.lines(
             _ok_metric(db, runs_of, labels, disturbance.CPU_SHARE),
             _ok_metric(db, runs_of, labels, disturbance.DEVICE_SHARE),
@@ -404,22 +410,34 @@ def _latency_summary(db: ResultsStore, runs: Sequence[Row]) -> stats.Summary | N
 
 def _side_metrics(
     db: ResultsStore, name: str, host: str | None
-) -> dict[str, list[tuple[str, stats.Comparison, bool]]]:
+) -> tuple[dict[str, list[tuple[str, stats.Comparison, bool]]], list[str]]:
+    """The side metrics' comparisons, and the labels of those fixed by the builds."""
     stored = set(db.metric_names(name))
-    out = {}
+    out, fixed = {}, []
     for m in ("latency_avg_ms", *SIDE_METRICS):  # latency: a run column, compared too
         if m not in stored and m not in RUN_COLUMN_METRICS:
             continue
         s = summarize_experiment(db, name, m, side=False, host=host)
         by_id = {v.variant_id: v for v in s.variants}
-        rows = [
-            (v.label, v.comparison, _zero_in_both(v, by_id.get(v.reference_id or "")))
-            for v in s.variants
-            if v.comparison is not None and v.comparison.n_pairs > 0  # no value: no line
-        ]
+        pairs = [(v, by_id.get(v.reference_id or "")) for v in s.variants]
+        pairs = [(v, r) for v, r in pairs if v.comparison is not None and v.comparison.n_pairs]
+        if pairs and all(r is not None and fixed_by_build([v.values, r.values]) for v, r in pairs):
+            fixed.append(s.info.label)
+            continue
+        rows = [(v.label, v.comparison, _zero_in_both(v, r)) for v, r in pairs]
         if rows:
-            out[m] = rows
-    return out
+            out[m] = [(label, c, zero) for label, c, zero in rows if c is not None]
+    return out, fixed
+
+
+def fixed_by_build(values: Sequence[Mapping[int, float]]) -> bool:
+    """Each variant's metric took one value in every round (at least 2) and the variants
+    differ: a constant of each build or geometry (pg_stat_io's bytes per write request of
+    a relation is its page size), not a measured change; not counted as a finding."""
+    per_variant = [set(v.values()) for v in values]
+    if any(len(v) < MIN_ROUNDS_FIXED for v in values) or any(len(s) != 1 for s in per_variant):
+        return False
+    return len(set().union(*per_variant)) > 1
 
 
 def _zero_in_both(v: VariantSummary, ref: VariantSummary | None) -> bool:

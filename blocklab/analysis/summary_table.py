@@ -1,8 +1,10 @@
 """The summary as the terminal shows it: every number in its metric's unit, never cut.
 
-The widest layout that fits the console is chosen: every column, then fewer columns,
-then one block of lines per variant. A table that fits is never shrunk by rich, so no
-cell is truncated ("…"); a block wraps between words, never inside a number.
+The widest layout that fits the console is chosen: every column in one table, then the
+same columns in two tables (the comparison, then the spread: min, median, max and
+latency), then one block of lines per variant naming every column. No column is ever left
+out. A table that fits is never shrunk by rich, so no cell is truncated ("…"); a block
+wraps between words, never inside a number.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ VARIANT, N, MEAN, MIN, MEDIAN, MAX, CI, GAIN, VERDICT, LATENCY, FAILED = (
 )
 FULL = (VARIANT, N, MEAN, MIN, MEDIAN, MAX, CI, GAIN, VERDICT, LATENCY, FAILED)
 COMPACT = (VARIANT, N, MEAN, CI, GAIN, VERDICT, FAILED)
+SPREAD = (VARIANT, MIN, MEDIAN, MAX, LATENCY)  # the columns COMPACT leaves to a second table
+LAYOUTS = ((FULL,), (COMPACT, SPREAD))
 LEFT = (VARIANT, VERDICT)
 UNBOUNDED = 10_000  # columns: wider than any table
 
@@ -148,10 +152,11 @@ def print_details(console: Console, s: ExperimentSummary, *, everything: bool = 
         Text(f"{s.name}: {info.label} ({info.unit}) per variant, {s.rounds_done} rounds"),
         style="italic",
     )
-    for columns in (FULL, COMPACT):
-        table = _table(rows, columns)
-        if _natural_width(console, table) <= console.width:
-            console.print(table)
+    for layout in LAYOUTS:
+        tables = [_table(rows, columns) for columns in layout]
+        if all(_natural_width(console, t) <= console.width for t in tables):
+            for table in tables:
+                console.print(table)
             break
     else:
         for row, v in zip(rows, s.variants, strict=True):
@@ -202,7 +207,12 @@ def design_lines(s: ExperimentSummary, *, everything: bool = True) -> list[str]:
     if zero and not everything:
         what = f"{zero} side comparison{'s' * (zero != 1)}"
         lines.append(f"0 in both variants, not shown: {what} (summary --all lists them)")
+    if s.side_fixed:
+        lines.append(f"{FIXED_BY_BUILD}, not compared: " + ", ".join(s.side_fixed))
     return lines
+
+
+FIXED_BY_BUILD = "fixed by each build (one value per variant in every round)"
 
 
 def verdict_lines(s: ExperimentSummary) -> list[str]:
@@ -250,21 +260,15 @@ def _natural_width(console: Console, table: Table) -> int:
 
 
 def _print_block(console: Console, row: Row, is_reference: bool) -> None:
-    """One variant as lines of `name  value`: fits any width without cutting a number."""
+    """One variant as lines of `name  value`, one per column of the table (the reference
+    has no gain or verdict): fits any width without cutting a number."""
     c = row.cells
     label = control_escaped(row.label) + (" (reference)" if is_reference else "")
     console.print(Text(label, style="bold"))
-    lines = [
-        (N, f"{c[N]}, failed {c[FAILED]}"),
-        (MEAN, c[MEAN]),
-        ("min · median · max", f"{c[MIN]} · {c[MEDIAN]} · {c[MAX]}"),
-        (CI, c[CI]),
-    ]
-    if not is_reference:
-        lines.append(("vs reference", f"{c[GAIN]}: {c[VERDICT]}"))
-    lines.append(("latency", c[LATENCY]))
-    for name, value in lines:
-        console.print(Text(f"  {name:<19}{value}"))
+    for name in FULL[1:]:
+        if is_reference and name in (GAIN, VERDICT):
+            continue
+        console.print(Text(f"  {name + ':':<24}{c[name]}"))
 
 
 def _explanation(s: ExperimentSummary) -> str:

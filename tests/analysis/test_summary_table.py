@@ -4,6 +4,7 @@ and the gain printed as the centre of its own interval."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from blocklab import units
 from blocklab.analysis import stats
 from blocklab.analysis.metrics import metric_info
 from blocklab.analysis.summary import ExperimentSummary, VariantSummary, summarize_experiment
-from blocklab.analysis.summary_table import print_summary
+from blocklab.analysis.summary_table import FULL, print_summary
 from blocklab.store import ResultsDB, RunRecord
 
 WIDTHS = (80, 120, 200)
@@ -70,17 +71,16 @@ def _expected(v: VariantSummary, unit: str) -> dict[str, str]:
 def _cells_of(text: str, label: str) -> list[str]:
     """The texts of a variant's table cells, or of its block's lines."""
     lines = text.splitlines()
-    for line in lines:
-        cells = [c.strip() for c in line.split("│")]
-        if len(cells) > 2 and cells[1] == label:
-            return cells
+    rows = [[c.strip() for c in line.split("│")] for line in lines]
+    cells = [c for row in rows if len(row) > 2 and row[1] == label for c in row]
+    if cells:  # the row of each table (the spread's second table too)
+        return cells
     start = next(i for i, line in enumerate(lines) if line.split(" (")[0] == label)
     block: list[str] = []
     for line in lines[start + 1 :]:
         if not line.startswith("  ") or line.startswith("  !"):
             break
-        block.extend(part.strip() for part in line[21:].split(" · "))
-        block.extend(part.strip() for part in line[21:].split(": "))
+        block.append(line.split(":", 1)[1].strip())  # "  name:   value"
     return block
 
 
@@ -103,17 +103,29 @@ def test_no_number_is_cut_and_each_is_the_statistic(
     for v in s.variants:
         cells = _cells_of(text, v.label)
         for name, expected in _expected(v, unit).items():
-            if name == "median" and "┃" in text and "median" not in text:
-                continue  # the compact table leaves out min, median and max
             assert expected in cells, f"{v.label} {name}: {expected!r} not in {cells}"
 
 
 def test_the_widest_layout_that_fits(synthetic: Path) -> None:
     with ResultsDB(synthetic, create=False) as db:
         s = summarize_experiment(db, "synthetic-geometry", "tps")
-    assert "┃ median" in _printed(s, 200)
-    assert "┃ median" not in _printed(s, 120) and "┃ mean ± stdev" in _printed(s, 120)
-    assert "┃" not in _printed(s, 80) and "min · median · max" in _printed(s, 80)
+    assert "┃ median" in _printed(s, 200) and _printed(s, 200).count("┏") == 1
+    # 120 columns: the same columns in two tables (issue 35: min, median, max and
+    # latency were silently left out here)
+    assert _printed(s, 120).count("┏") == 2 and "┃ mean ± stdev" in _printed(s, 120)
+    assert "┃ median" in _printed(s, 120).split("┃ mean ± stdev")[1]
+    assert "┃" not in _printed(s, 80) and "\n  median:" in _printed(s, 80)
+
+
+@pytest.mark.parametrize("width", (80, 100, 120, 160))
+def test_every_column_at_any_width(synthetic: Path, width: int) -> None:
+    """No column is dropped: each header (a table's, or a block's line name) is printed."""
+    with ResultsDB(synthetic, create=False) as db:
+        s = summarize_experiment(db, "synthetic-geometry", "tps")
+    text = _printed(s, width)
+    for header in FULL[1:]:  # a block is headed by the variant itself
+        in_table = re.search(rf"┃ +{re.escape(header)} +┃", text)
+        assert in_table or f"\n  {header}:" in text, (width, header)
 
 
 def test_fractions_are_percentages_and_bytes_have_prefixes(synthetic: Path) -> None:
@@ -200,7 +212,8 @@ def test_identical_ratios_are_undetermined_and_sizes_fit_80_columns(recorded: Re
     s = summarize_experiment(recorded, "paired", "table_bytes")
     text = _printed(s, 80)
     assert "…" not in text
-    assert "100 MB" in text and "200 MB" in text and "+100.0 %: undetermined" in text
+    assert "100 MB" in text and "200 MB" in text
+    assert re.search(r"vs reference \(95 % CI\): +\+100\.0 %\n +verdict: +undetermined", text)
     assert "zero variance" in text
 
 

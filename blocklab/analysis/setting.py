@@ -1,0 +1,88 @@
+"""What an experiment ran on and with, in one line for the summary's first screen: the
+host, the PostgreSQL version, the workload, its scale and clients (issue 35: none of them
+was named). Read from the stored rows (pure: no database or file access here).
+
+A value that differs between variants (a dimension) is listed once per value, "/" apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from blocklab.store import Row
+
+GIB = 1024**3
+
+
+def setting_line(exp: Row, variants: Sequence[Row], runs: Sequence[Row], host: str = "") -> str:
+    """'host vm (AMD EPYC, 2 CPUs, 23.5 GiB) · PostgreSQL 18.6 · pgbench simple-update,
+    scale 1, 2 clients'; a part with nothing stored is left out."""
+    workloads = [_json(v["variant_json"]) for v in variants]
+    parts = [
+        _host(host, _json(exp["host_json"])),
+        _joined("PostgreSQL ", _versions(runs, workloads)),
+        _workload(workloads),
+    ]
+    return " · ".join(p for p in parts if p)
+
+
+def _json(text: str | None) -> dict[str, Any]:
+    value = json.loads(text or "{}")
+    return value if isinstance(value, dict) else {}
+
+
+def _host(fleet_host: str, facts: dict[str, Any]) -> str:
+    """The fleet host that ran the runs, else the recording machine and its facts."""
+    if fleet_host:
+        return f"host {fleet_host}"
+    name = str(facts.get("hostname") or "")
+    what = [str(facts["cpu_model"])] if facts.get("cpu_model") else []
+    if facts.get("cpus"):
+        what.append(f"{facts['cpus']} CPUs")
+    if facts.get("mem_total_bytes"):
+        what.append(f"{float(facts['mem_total_bytes']) / GIB:.1f} GiB")
+    if not name and not what:
+        return ""
+    return f"host {name or '?'}" + (f" ({', '.join(what)})" if what else "")
+
+
+def _versions(runs: Sequence[Row], variants: Sequence[dict[str, Any]]) -> list[str]:
+    """The servers' own versions (provenance), else the major versions asked for."""
+    found = [
+        str(v)
+        for r in runs
+        if r["status"] == "ok" and (v := _json(r["provenance_json"]).get("version"))
+    ]
+    return found or [str(pg) for v in variants if (pg := v.get("build", {}).get("pg"))]
+
+
+def _workload(variants: Sequence[dict[str, Any]]) -> str:
+    loads = [v.get("workload", {}) for v in variants]
+    names = [_workload_name(w) for w in loads]
+    scales = [str(s) for v in variants if (s := v.get("dataset", {}).get("scale")) is not None]
+    clients = [str(c) for w in loads if (c := w.get("clients")) is not None]
+    out = _joined("", names)
+    if scales:
+        out += _joined(", scale ", scales)
+    if clients:
+        out += _joined(", ", clients) + " clients"
+    return out
+
+
+def _workload_name(workload: dict[str, Any]) -> str:
+    driver = str(workload.get("driver") or "pgbench")
+    what = workload.get("builtin") or ", ".join(
+        str(s).rsplit("/", 1)[-1] for s in workload.get("scripts") or ()
+    )
+    options = workload.get("options") or {}
+    if isinstance(options, list):  # stored as [name, value] pairs
+        options = {str(pair[0]): pair[1] for pair in options if len(pair) == 2}
+    test = options.get("test") if driver != "pgbench" else None
+    return " ".join(str(p) for p in (driver, what or test) if p)
+
+
+def _joined(prefix: str, values: Iterable[str]) -> str:
+    distinct = list(dict.fromkeys(v for v in values if v))
+    return prefix + "/".join(distinct) if distinct else ""
