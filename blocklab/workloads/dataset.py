@@ -168,6 +168,9 @@ def _load(cluster: Cluster, driver: WorkloadDriver, req: DatasetRequest) -> list
     trigger = not driver.sets_fillfactor and req.fillfactor < 100
     if trigger:
         cluster.psql(fillfactor.install_trigger_sql(req.fillfactor), dbname=db)
+    own_load = getattr(driver, "load", None)  # a driver whose load needs the cluster
+    if own_load is not None:
+        own_load(cluster, req)
     superuser = endpoint(cluster, role=cluster.user.name)
     for argv in driver.init_commands(cluster.inst, superuser, req):
         run_driver(argv, timeout_s=24 * 3600)
