@@ -71,8 +71,8 @@ def _segments(text: str) -> dict[tuple[str, int], str]:
     """(name, pass) -> what follows its marker, up to the next marker."""
     marks = list(_MARK.finditer(text))
     out = {}
-    for m, nxt in zip(marks, [*marks[1:], None], strict=True):
-        end = nxt.start() if nxt is not None else len(text)
+    ends = [m.start() for m in marks[1:]] + [len(text)]
+    for m, end in zip(marks, ends, strict=False):  # no marker: nothing
         out[(m["name"], int(m["pass"]))] = text[m.end() : end].strip()
     return out
 

@@ -17,7 +17,7 @@ from blocklab.errors import UserError
 
 MAX_STATEMENTS = 200
 MAX_FILE_BYTES = 100_000  # the texts travel in the client's argv (a few kB each)
-NAME_LINE = re.compile(r"^\s*--\s*name:\s*(?P<name>\S+)\s*$", re.IGNORECASE)
+NAME_LINE = re.compile(r"^\s*--\s*name:\s*(?P<name>.*?)\s*$", re.IGNORECASE)
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 _DOLLAR = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
 
@@ -28,38 +28,49 @@ class Statement:
     text: str  # without its `;`
 
 
-def split(text: str) -> list[str]:
-    """The statements of `text`, each with its leading comments, without the `;`; empty
-    ones (only space and comments) dropped."""
-    out, start, i, n = [], 0, 0, len(text)
+def mask(text: str) -> str:
+    """`text` with every character inside a quote, a dollar quote or a comment replaced
+    by a space (line breaks kept): what is left is code, at the same positions."""
+    out, i, n = list(text), 0, len(text)
     while i < n:
-        c = text[i]
-        if c in "'\"":
-            end = text.find(c, i + 1)
-            while end != -1 and text[end + 1 : end + 2] == c:  # a doubled quote
-                end = text.find(c, end + 2)
-            i = n if end == -1 else end + 1
-        elif text.startswith("--", i):
-            end = text.find("\n", i)
-            i = n if end == -1 else end + 1
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end == -1 else end + 2
-        elif c == "$" and (m := _DOLLAR.match(text, i)) is not None:
-            end = text.find(m.group(), m.end())
-            i = n if end == -1 else end + len(m.group())
-        elif c == ";":
-            out.append(text[start:i])
-            start = i = i + 1
-        else:
+        end = _skip(text, i)
+        if end == i:
             i += 1
-    out.append(text[start:])
-    return [s.strip() for s in out if _has_code(s)]
+            continue
+        for k in range(i, end):
+            if out[k] != "\n":
+                out[k] = " "
+        i = end
+    return "".join(out)
 
 
-def _has_code(chunk: str) -> bool:
-    without = re.sub(r"/\*.*?\*/", "", chunk, flags=re.DOTALL)
-    return any(line.strip() and not line.strip().startswith("--") for line in without.splitlines())
+def _skip(text: str, i: int) -> int:
+    """The end of the quote, dollar quote or comment that begins at `i` (`i`: none)."""
+    n, c = len(text), text[i]
+    if c in "'\"":
+        end = text.find(c, i + 1)
+        while end != -1 and text[end + 1 : end + 2] == c:  # a doubled quote
+            end = text.find(c, end + 2)
+        return n if end == -1 else end + 1
+    if text.startswith("--", i):
+        end = text.find("\n", i)
+        return n if end == -1 else end
+    if text.startswith("/*", i):
+        end = text.find("*/", i + 2)
+        return n if end == -1 else end + 2
+    if c == "$" and (m := _DOLLAR.match(text, i)) is not None:
+        end = text.find(m.group(), m.end())
+        return n if end == -1 else end + len(m.group())
+    return i
+
+
+def split(text: str) -> list[str]:
+    """The statements of `text` (one per `;` of code), each with its leading comments,
+    without the `;`; empty ones (only space and comments) dropped."""
+    code = mask(text)
+    cuts = [-1] + [i for i, c in enumerate(code) if c == ";"] + [len(text)]
+    chunks = [(text[a + 1 : b], code[a + 1 : b]) for a, b in zip(cuts, cuts[1:], strict=False)]
+    return [t.strip() for t, c in chunks if c.strip()]
 
 
 def read(text: str, key: str) -> list[Statement]:
@@ -70,11 +81,14 @@ def read(text: str, key: str) -> list[Statement]:
     out: list[Statement] = []
     for i, chunk in enumerate(split(text)):
         name = _name_of(chunk, key) or f"q{i + 1}"
-        body = "\n".join(ln for ln in chunk.splitlines() if not NAME_LINE.match(ln)).strip()
-        if re.search(r"^\s*\\", body, re.MULTILINE):
+        lines = [ln for ln in chunk.splitlines() if not NAME_LINE.match(ln)]
+        while lines and (not lines[0].strip() or lines[0].lstrip().startswith("--")):
+            lines.pop(0)  # the comments before a statement: not sent
+        body = "\n".join(lines).strip()
+        if "\\" in mask(body):
             raise UserError(
-                f"{key}: statement {name!r} holds a backslash line (a psql meta-command); "
-                "allowed: SQL statements only, separated by ;"
+                f"{key}: statement {name!r} holds a backslash outside quotes (a psql "
+                "meta-command); allowed: SQL statements only, separated by ;"
             )
         if name in {s.name for s in out}:
             raise UserError(f"{key}: the name {name!r} is given twice; allowed: distinct names")
