@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab import model
-from blocklab.experiment_file.dimensions import Dimension, Option, unique, values
+from blocklab.experiment_file.dimensions import Dimension, Flat, Option, unique, values
 from blocklab.experiment_file.values import check_keys, fail, resolve, table
 from blocklab.workloads import dump
 from blocklab.workloads.queries import NAME as QUERIES
@@ -37,7 +37,7 @@ def read(raw: Any, base: Path) -> list[Dimension]:
         file = resolve(t["dump"], base, f"{p}.dump", "dump")
         _, sha256 = dump.inspect(Path(file), f"{p}.dump")
         options = model.options_of({"dump": file, "dump_sha256": sha256})
-        flat = {KEY: Path(file).name}
+        flat: Flat = {KEY: Path(file).name}
         opts.append(Option(options, flat, {"dump": file, "sha256": sha256}))
     return [
         Dimension(

@@ -295,6 +295,10 @@ class QueriesDriver:
         unrecorded (`duration_s` does not apply: the statements run to their end)."""
         return client_argv(inst, endpoint, workload, warmup=raw_dir is None)
 
+    def shown_command(self, argv: list[str]) -> str:
+        """The plan's line for the argv (which holds every statement, every pass)."""
+        return queries_psql.shown(argv)
+
     def parse(self, stdout: str, stderr: str) -> WorkloadResult:
         return parse(stdout, stderr)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,18 @@ def argv(
                 out += ["-c", f"SET LOCAL statement_timeout = {int(timeout_ms)}"]
             out += ["-c", EXPLAIN + s.text, "-c", "ROLLBACK"]
     return out
+
+
+def shown(argv: Sequence[str]) -> str:
+    """The argv in a line: psql's options, then what it runs for each statement."""
+    head = argv[: argv.index("SHOW block_size") + 1]
+    names = [a.split()[2] for a in argv if a.startswith(f"\\echo {MARKER} ")]
+    distinct = list(dict.fromkeys(names))
+    passes = len(names) // max(len(distinct), 1)
+    return (
+        f"{shlex.join(head)} then, {passes} pass(es) of {len(distinct)} statement(s) "
+        f"({', '.join(distinct)}), each: -c BEGIN -c '{EXPLAIN}<statement>' -c ROLLBACK"
+    )
 
 
 @dataclass

@@ -55,14 +55,21 @@ def make_dump(inst: Installation, paths: Paths, out: Path, *, rows: int = 1) -> 
         shutil.rmtree(work, ignore_errors=True)
 
 
+def ensure(paths: Paths, out: Path = HERE / "app.dump", *, rows: int = 1) -> Path:
+    """`out`, made when missing (examples/own-database-pagesize.toml names it)."""
+    if out.exists():
+        return out
+    inst = ensure_build(BuildRequest(pg="18", block_size_kb=8, wal_block_size_kb=8), paths)
+    return make_dump(inst, paths, out, rows=rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1, help="units of data (default 1)")
     ap.add_argument("--out", type=Path, default=HERE / "app.dump")
     a = ap.parse_args()
-    paths = Paths.from_env()
-    inst = ensure_build(BuildRequest(pg="18", block_size_kb=8, wal_block_size_kb=8), paths)
-    print(make_dump(inst, paths, a.out, rows=a.rows))
+    a.out.unlink(missing_ok=True)
+    print(ensure(Paths.from_env(), a.out, rows=a.rows))
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
 ) -> None:
     exp_dir = paths.home / "own-db"
     exp_dir.mkdir(parents=True)
-    _make_dump_module().make_dump(pg18_8k, paths, exp_dir / "app.dump", rows=1)
+    _make_dump_module().ensure(paths, exp_dir / "app.dump")
     queries = (EXAMPLE / "queries.sql").read_text() + FAILS_AT_4K
     (exp_dir / "queries.sql").write_text(queries)
     (exp_dir / "own-db.toml").write_text(TOML)
@@ -90,9 +90,9 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
             prov = json.loads(r["provenance_json"])
             failed = prov["queries_report"]["failed_queries"]
             if labels[r["variant_id"]] == "bs=4k":
-                assert list(failed) == ["fails_at_4k"] and "division by zero" in failed[
-                    "fails_at_4k"
-                ]
+                assert (
+                    list(failed) == ["fails_at_4k"] and "division by zero" in failed["fails_at_4k"]
+                )
             else:
                 assert failed == {}
             assert prov["driver_role"] == "blocklab_workload"
