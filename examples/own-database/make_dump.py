@@ -26,8 +26,11 @@ from blocklab.workloads.execution import driver_user, run_driver
 HERE = Path(__file__).resolve().parent
 
 
-def make_dump(inst: Installation, paths: Paths, out: Path, *, rows: int = 1) -> Path:
-    """app.sql at `rows` units into a fresh server of `inst`, dumped to `out` (-Fc)."""
+def make_dump(
+    inst: Installation, paths: Paths, out: Path, *, rows: int = 1, sql: Path = HERE / "app.sql"
+) -> Path:
+    """`sql` (app.sql) at `rows` units into a fresh server of `inst`, dumped to `out`
+    (-Fc). The SQL file must be readable by the unprivileged OS user."""
     base = paths.work / "own-database" / uuid.uuid4().hex[:8]
     c = Cluster(inst, base / "data", socket_dir=base / "sock", user=server_user(),
                 state=State(paths.home / f"state-{base.name}.json"),
@@ -41,7 +44,7 @@ def make_dump(inst: Installation, paths: Paths, out: Path, *, rows: int = 1) -> 
         c.start()
         conn = [*c.conn_args(), "-d", "postgres"]
         run_driver([str(inst.bin("psql")), "-X", "-q", "-v", "ON_ERROR_STOP=1",
-                    "-v", f"rows={int(rows)}", *conn, "-f", str(HERE / "app.sql")],
+                    "-v", f"rows={int(rows)}", *conn, "-f", str(sql)],
                    timeout_s=3600)  # fmt: skip
         run_driver([str(inst.bin("pg_dump")), "-Fc", *conn, "-f", str(work / "app.dump")],
                    timeout_s=3600)  # fmt: skip

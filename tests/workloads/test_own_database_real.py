@@ -16,6 +16,7 @@ from types import ModuleType
 
 import pytest
 
+from blocklab.errors import UserError
 from blocklab.paths import Paths
 from blocklab.store import ResultsDB
 
@@ -102,3 +103,49 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
     assert summary.returncode == 0, summary.stderr
     assert "revenue_by_country" in summary.stdout and "point_lookup" in summary.stdout
     print(summary.stdout)
+
+
+SUPERUSER_ONLY = """
+CREATE TABLE kept (id int PRIMARY KEY);
+INSERT INTO kept SELECT generate_series(1, 1000);
+CREATE EXTENSION pgstattuple;
+CREATE FUNCTION c_function() RETURNS int LANGUAGE c AS '$libdir/pgstattuple', 'pgstattuple';
+"""
+
+
+def test_a_dump_the_workload_role_cannot_restore_leaves_no_dataset(  # type: ignore[no-untyped-def]
+    paths: Paths, pg18_8k
+) -> None:
+    """A C function needs a superuser: pg_restore as the workload role stops at it
+    (--exit-on-error), the error names the file and pg_restore's message, and no
+    snapshot is left (the next attempt restores from scratch). The extension the dump
+    creates is one the build has: created by blocklab's superuser role first."""
+    from blocklab import experiment_file as spec
+    from blocklab.execution.lab import Lab
+    from blocklab.model import BuildRequest
+    from blocklab.state import State
+    from blocklab.workloads import dataset
+
+    exp_dir = paths.home / "own-db-bad"
+    exp_dir.mkdir(parents=True)
+    sql = exp_dir / "bad.sql"
+    sql.write_text(SUPERUSER_ONLY)
+    exp_dir.chmod(0o755)
+    _make_dump_module().make_dump(pg18_8k, paths, exp_dir / "app.dump", sql=sql)
+    (exp_dir / "queries.sql").write_text("SELECT count(*) FROM kept;")
+    (exp_dir / "bad.toml").write_text(TOML.replace("block_size = [4, 8]", "block_size = 8"))
+    (v,) = spec.load(exp_dir / "bad.toml").variants()
+    state = State(exp_dir / "state.json")
+    installs = {BuildRequest(pg="18", block_size_kb=8, wal_block_size_kb=8): pg18_8k}
+    with Lab(paths, state, log=lambda _m: None, installations=installs,
+             instrumentation=None) as lab:  # fmt: skip
+        try:
+            with pytest.raises(UserError) as e:
+                lab.prepare(v)
+        finally:
+            lab.close()
+    message = str(e.value)
+    assert f"matrix.dataset.dump: {exp_dir / 'app.dump'}: pg_restore failed" in message
+    assert "permission denied for language c" in message
+    assert dataset.load(paths, v.dataset_key(pg18_8k.key)) is None
+    assert state.entries() == []  # the server was stopped
