@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from helpers import blocklab_wide
 
 from blocklab.errors import UserError
 from blocklab.paths import Paths
@@ -49,14 +47,6 @@ def _make_dump_module() -> ModuleType:
     return module
 
 
-def _blocklab(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "220"}
-    return subprocess.run(
-        [sys.executable, "-m", "blocklab.cli", *args],
-        capture_output=True, text=True, timeout=1800, env=env,
-    )  # fmt: skip
-
-
 def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyped-def]
     paths: Paths, pg18_8k, pg18_demo_4k, tmp_path: Path
 ) -> None:
@@ -67,7 +57,7 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
     (exp_dir / "queries.sql").write_text(queries)
     (exp_dir / "own-db.toml").write_text(TOML)
     results = tmp_path / "results"
-    run = _blocklab("run", str(exp_dir / "own-db.toml"), "--results", str(results), "-q")
+    run = blocklab_wide("run", str(exp_dir / "own-db.toml"), "--results", str(results), "-q")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     # restored once per build (and storage): two snapshots, each with the dump's tables
     snaps = sorted((paths.work / "datasets").glob("*/meta.json"))
@@ -99,7 +89,7 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
             assert prov["driver_role"] == "blocklab_workload"
             metrics = db.metrics(r["id"])
             assert metrics["full_count_shared_hit_bytes"] is not None
-    summary = _blocklab("summary", "--results", str(results), "--metric", "queries_per_hour")
+    summary = blocklab_wide("summary", "--results", str(results), "--metric", "queries_per_hour")
     assert summary.returncode == 0, summary.stderr
     assert "revenue_by_country" in summary.stdout and "point_lookup" in summary.stdout
     print(summary.stdout)
