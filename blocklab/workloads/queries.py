@@ -224,9 +224,10 @@ def load(cluster: Cluster, dataset: DatasetRequest) -> None:
         try:
             run_driver(argv, timeout_s=24 * 3600)
         except CommandError as e:
-            tail = e.output.strip().splitlines()[-3:]
+            lines = e.output.strip().splitlines()
+            said = [ln for ln in lines if "error:" in ln.lower()] or lines[-3:]
             raise UserError(
-                f"matrix.dataset.dump: {source}: pg_restore failed: {' '.join(tail)}"
+                f"matrix.dataset.dump: {source}: pg_restore failed: {' '.join(said[:3])}"
             ) from None
     cluster.psql("VACUUM (FREEZE, ANALYZE)", dbname=DATABASE, timeout_s=24 * 3600)
 
