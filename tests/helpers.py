@@ -181,6 +181,15 @@ def blocklab_in_home(*args: str, home: Path) -> subprocess.CompletedProcess[str]
     )
 
 
+def blocklab_wide(*args: str, timeout_s: float = 1800) -> subprocess.CompletedProcess[str]:
+    """`blocklab ARGS` in this test's environment, 220 columns wide (tables unwrapped)."""
+    env = {**os.environ, "COLUMNS": "220"}
+    return subprocess.run(
+        [sys.executable, "-m", "blocklab.cli", *args],
+        capture_output=True, text=True, timeout=timeout_s, env=env,
+    )  # fmt: skip
+
+
 class Silent:
     """A Progress (blocklab.execution.experiment) that shows nothing: for loop tests."""
 

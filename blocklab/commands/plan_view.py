@@ -75,16 +75,16 @@ def driver_command(v: Variant) -> str:
         wal_block_size_bytes=v.build.wal_block_size_kb * 1024,
     )
     endpoint = Endpoint(SOCKET_DIR, PORT_PLACEHOLDER, USER)
+    driver = drivers.for_workload(v.workload)
     try:
-        argv = drivers.for_workload(v.workload).command(
-            inst, endpoint, v.workload, raw_dir=Path("RAW")
-        )
+        argv = driver.command(inst, endpoint, v.workload, raw_dir=Path("RAW"))
     except BlocklabError as e:
         return f"(not known before the run: {e})"
     port = str(PORT_PLACEHOLDER)
     shown = ["PORT" if a == port and i and argv[i - 1] in ("-p", "--port") else a
              for i, a in enumerate(argv)]  # fmt: skip
-    return shlex.join(shown)
+    short = getattr(driver, "shown_command", None)  # a driver whose argv holds a file's text
+    return str(short(shown)) if short is not None else shlex.join(shown)
 
 
 def render_run(p: Plan, console: Console) -> None:

@@ -16,6 +16,7 @@ combinations, and each combination as a labelled Variant.
     scale = 10                        # pgbench -s
     workload = "simple-update"        # built-in name, or { builtin | scripts, query_mode },
                                       # or { driver = "sysbench" | "tpcc", ... } (spec.workload)
+    dataset = { dump = "app.dump" }   # your own database, with workload.driver = "queries"
     clients = [1, 5, 10, 15]          # pgbench -c; another driver's threads
     threads = 1                       # pgbench -j, capped at clients
     duration = 60                     # seconds (or "90s", "5min", "1h")
@@ -43,7 +44,7 @@ from typing import Any
 import pydantic
 
 from blocklab import model
-from blocklab.experiment_file import postgres, settings, storage, workload
+from blocklab.experiment_file import dataset, postgres, settings, storage, workload
 from blocklab.experiment_file.dimensions import (
     Dimension,
     Flat,
@@ -166,6 +167,7 @@ MATRIX: tuple[Family, ...] = (
     plain("index_fillfactor", None, _int(10, 100), "dataset.index_fillfactor", "iff={}"),
     plain("scale", 10, _int(1, 100000), "dataset.scale", "s={}"),
     Family("workload", "simple-update", workload.read),
+    Family(dataset.KEY, None, dataset.read),  # after workload: it sets the dataset's options
     plain("clients", 4, _int(1, 10000), "workload.clients", "c={}"),
     plain("threads", 1, _int(1, 10000), "workload.threads", "j={}"),
     seconds("duration", 60, 1, "workload.duration_s", "T={}s"),
@@ -177,6 +179,7 @@ MATRIX_KEYS = tuple(f.key for f in MATRIX)
 OPTIONAL = (
     "index_fillfactor",
     "layout_seed",
+    dataset.KEY,
 )  # keys that are a dimension only when the file gives them
 
 
@@ -199,6 +202,7 @@ def dimensions(matrix: dict[str, Any], base: Path) -> list[Dimension]:
             "threads in the workload table, or matrix.clients (a list varies it), not both",
         )
     _check_threads(matrix.get("threads"), workload.other_drivers(out))
+    dataset.check_pairing(out)
     return out
 
 

@@ -114,6 +114,14 @@ def _of_variant(v: Variant, base: Path | None) -> Iterator[Request]:
     yield from _of_storage(v.storage, base, "matrix.storage")
     for i, script in enumerate(v.workload.scripts):
         yield from _of_script(WEIGHT.sub("", script), i, base)
+    # your own database: files read as root and handed to the unprivileged restore and
+    # client (the queries run as the workload role, not a superuser: no "scripts" class)
+    dump = v.dataset.option("dump")
+    if dump is not None:
+        yield from _outside(str(dump), base, "matrix.dataset.dump")
+    queries = dict(v.workload.options).get("file") if v.workload.driver == "queries" else None
+    if queries is not None:
+        yield from _outside(str(queries), base, "matrix.workload.file")
     for name, value in v.settings:
         key = f"matrix.settings.{name}"
         if settings_mod.runs_commands(name, value):

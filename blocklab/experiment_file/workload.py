@@ -33,7 +33,7 @@ def read(raw: Any, base: Path, *, scale: int | None = None) -> list[Dimension]:
         t = {"builtin": v} if isinstance(v, str) else table(v, p)
         name = choice(t.get("driver", model.DEFAULT_DRIVER), f"{p}.driver", drivers.names())
         if name != model.DEFAULT_DRIVER:
-            opts.append(_driver_option(name, t, p, scale))
+            opts.append(_driver_option(name, t, p, scale, base))
             continue
         check_keys(t, KEYS, p)
         mode = choice(t.get("query_mode", "prepared"), f"{p}.query_mode", model.QUERY_MODES)
@@ -71,9 +71,14 @@ def _scripts(raw: Any, base: Path, path: str) -> list[str]:
     return out
 
 
-def _driver_option(name: str, t: dict[str, Any], path: str, scale: int | None) -> Option:
-    """A non-pgbench driver's table, read by the driver."""
+def _driver_option(
+    name: str, t: dict[str, Any], path: str, scale: int | None, base: Path
+) -> Option:
+    """A non-pgbench driver's table, read by the driver; a `file` key (the queries
+    driver's) is resolved against the experiment file's directory first."""
     keys = {k: v for k, v in t.items() if k != "driver"}
+    if isinstance(keys.get("file"), str):
+        keys["file"] = resolve(keys["file"], base, f"{path}.file", f"{name} file")
     spec = drivers.get(name).read_spec(keys, path, scale=scale)
     value = {
         "driver": name,

@@ -11,6 +11,8 @@ through `WorkloadDriver`, in this order:
     dataset:  (blocklab.workloads.dataset) CREATE DATABASE driver.database unless "postgres";
               (as the server's superuser role, the OS user blocklab.workloads.execution's)
               the fillfactor event trigger unless driver.sets_fillfactor;
+              driver.load(cluster, dataset_request), when the driver has it (optional: a
+                load that needs the running cluster, e.g. the queries driver's pg_restore)
               for argv in driver.init_commands(inst, endpoint, dataset_request): run argv
               index fillfactor + REINDEX; VACUUM (ANALYZE) if driver.vacuum_after_load;
               the database and its tables handed to the workload role (blocklab.workloads.role)
@@ -20,6 +22,8 @@ through `WorkloadDriver`, in this order:
               result = driver.parse(stdout, stderr)       # pure
               reason = driver.verdict(exit_code, result, server_alive=...)  # "" = a result
               part = driver.record(result, stderr, raw_dir)  # metrics and series to store
+    plan view: driver.shown_command(argv), when the driver has it (optional: an argv
+              too long to print, e.g. the queries driver's, in one line)
 
 Raw files: the runner keeps `<name>.argv`, `<name>.stdout`, `<name>.stderr` and
 `<name>.exit_code` (and `warmup.*`) in the run's raw directory; a driver may write more

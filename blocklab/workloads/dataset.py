@@ -10,11 +10,13 @@ snapshot directory without it is garbage and is rebuilt. Copies are made with `c
 The load, for every driver alike (blocklab.workloads.base): the driver's database is
 created unless it is "postgres"; the table fillfactor is set on every table the load
 creates (blocklab.workloads.fillfactor's event trigger) unless the driver's own load sets
-it (pgbench -F); the index fillfactor, when given, is set on every B-tree index and
-applied with REINDEX; VACUUM (ANALYZE) when the driver asks for it; the database and its
-tables are handed to the workload role (blocklab.workloads.role), which the runs connect
-as. Then every table's and index's reloptions and bytes are read from the catalogue into
-the snapshot's meta. The load's commands run as the server's unprivileged OS user
+it (pgbench -F); the load is the driver's own `load(cluster, request)` when it has one
+(the queries driver's pg_restore of a user's dump), then its init commands; the index
+fillfactor, when given, is set on every B-tree index and applied with REINDEX; VACUUM
+(ANALYZE) when the driver asks for it; the database and its tables are handed to the
+workload role (blocklab.workloads.role), which the runs connect as. Then every table's
+and index's reloptions and bytes are read from the catalogue into the snapshot's meta.
+The load's commands run as the server's unprivileged OS user
 (blocklab.workloads.execution.run_driver), never as root.
 """
 
@@ -168,6 +170,9 @@ def _load(cluster: Cluster, driver: WorkloadDriver, req: DatasetRequest) -> list
     trigger = not driver.sets_fillfactor and req.fillfactor < 100
     if trigger:
         cluster.psql(fillfactor.install_trigger_sql(req.fillfactor), dbname=db)
+    own_load = getattr(driver, "load", None)  # a driver whose load needs the cluster
+    if own_load is not None:
+        own_load(cluster, req)
     superuser = endpoint(cluster, role=cluster.user.name)
     for argv in driver.init_commands(cluster.inst, superuser, req):
         run_driver(argv, timeout_s=24 * 3600)

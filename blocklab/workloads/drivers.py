@@ -8,6 +8,7 @@ from blocklab.errors import UserError
 from blocklab.model import DEFAULT_DRIVER, DatasetRequest, WorkloadRequest
 from blocklab.workloads.base import WorkloadDriver
 from blocklab.workloads.pgbench_driver import PgbenchDriver
+from blocklab.workloads.queries import QueriesDriver
 from blocklab.workloads.sysbench_driver import SysbenchDriver
 from blocklab.workloads.tpcc_driver import TpccDriver
 from blocklab.workloads.tpch import TpchDriver
@@ -16,6 +17,7 @@ DEFAULT = DEFAULT_DRIVER
 # name -> factory of a blocklab.workloads.base.WorkloadDriver; a new driver adds a line
 _FACTORIES: dict[str, Callable[[], WorkloadDriver]] = {
     "pgbench": PgbenchDriver,
+    "queries": QueriesDriver,
     "sysbench": SysbenchDriver,
     "tpcc": TpccDriver,
     "tpch": TpchDriver,

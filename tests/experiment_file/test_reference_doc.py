@@ -11,8 +11,17 @@ from pathlib import Path
 import pytest
 
 from blocklab.analysis.metrics import KNOWN_METRICS
-from blocklab.experiment_file import design, fleet, loader, matrix, postgres, storage, workload
-from blocklab.workloads import sysbench_driver, tpcc_driver
+from blocklab.experiment_file import (
+    dataset,
+    design,
+    fleet,
+    loader,
+    matrix,
+    postgres,
+    storage,
+    workload,
+)
+from blocklab.workloads import queries, sysbench_driver, tpcc_driver
 
 DOC = Path(__file__).parents[2] / "docs" / "EXPERIMENT_FILE.md"
 
@@ -26,6 +35,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "### matrix.workload table": workload.KEYS,
     "sysbench tables take:": sysbench_driver.KEYS,
     "tpcc (go-tpc) tables take:": tpcc_driver.KEYS,
+    "queries (your own statements": queries.RUN_KEYS,
+    "### matrix.dataset table": dataset.KEYS,
     "## [design]": design.DESIGN_KEYS,
     "## [placement]": design.PLACEMENT_KEYS,
     "## [fleet]": fleet.FLEET_KEYS,

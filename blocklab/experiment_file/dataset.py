@@ -1,0 +1,73 @@
+"""matrix.dataset: your own database, `{ dump = "app.dump" }` (a list of tables varies
+it): a pg_dump archive in custom (-Fc) or directory (-Fd) format, relative to the
+experiment file, restored into every build and storage by the queries driver
+(blocklab.workloads.queries), which it goes with:
+
+    dataset = { dump = "app.dump" }
+    workload = { driver = "queries", file = "queries.sql", passes = 3 }
+
+The archive is checked here (exists, readable, a pg_dump archive; a plain SQL dump is
+refused) and its content hash taken: the hash is the dataset's identity with the build,
+storage and fillfactors, so an unchanged dump is restored once per build and storage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from blocklab import model
+from blocklab.experiment_file.dimensions import Dimension, Flat, Option, unique, values
+from blocklab.experiment_file.values import check_keys, fail, resolve, table
+from blocklab.workloads import dump
+from blocklab.workloads.queries import NAME as QUERIES
+
+KEYS = ("dump",)
+KEY = "dataset"
+
+
+def read(raw: Any, base: Path) -> list[Dimension]:
+    path = f"matrix.{KEY}"
+    opts = []
+    for v, p in values(raw, path):
+        t = table(v, p)
+        check_keys(t, KEYS, p)
+        if not isinstance(t.get("dump"), str) or not t["dump"]:
+            raise fail(f"{p}.dump", "missing", f'{dump.ALLOWED}, e.g. "app.dump"')
+        file = resolve(t["dump"], base, f"{p}.dump", "dump")
+        _, sha256 = dump.inspect(Path(file), f"{p}.dump")
+        options = model.options_of({"dump": file, "dump_sha256": sha256})
+        flat: Flat = {KEY: Path(file).name}
+        opts.append(Option(options, flat, {"dump": file, "sha256": sha256}))
+    return [
+        Dimension(
+            KEY,
+            unique(opts, path),
+            lambda options: {"dataset.options": options},
+            labels={KEY: lambda name: f"dump={name}"},
+        )
+    ]
+
+
+def check_pairing(dims: list[Dimension]) -> None:
+    """A dump goes with the queries driver and the queries driver with a dump (UserError
+    naming the key otherwise)."""
+    has_dump = any(d.key == KEY for d in dims)
+    drivers = {
+        o.value.get("driver", model.DEFAULT_DRIVER) if isinstance(o.value, dict) else None
+        for d in dims
+        if d.key == "workload"
+        for o in d.options
+    }
+    if has_dump and drivers != {QUERIES}:
+        raise fail(
+            "matrix.dataset",
+            "a dump is restored for the queries driver only (other drivers load their own data)",
+            'workload = { driver = "queries", file = "queries.sql" }',
+        )
+    if not has_dump and QUERIES in drivers:
+        raise fail(
+            "matrix.workload.driver",
+            "the queries driver runs on your own database, and none is given",
+            'matrix.dataset = { dump = "app.dump" } (pg_dump -Fc)',
+        )

@@ -1,0 +1,2 @@
+-- name: outside
+SELECT 1;

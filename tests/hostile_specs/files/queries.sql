@@ -1,0 +1,2 @@
+-- name: inside
+SELECT 1;
