@@ -19,8 +19,8 @@ from typing import Any
 
 from blocklab.analysis import changed_metrics, first_screen, stats, summary_table
 from blocklab.analysis.changed_metrics import Change, ChangedMetrics
-from blocklab.analysis.metrics import RUN_COLUMN_METRICS
-from blocklab.analysis.summary import ExperimentSummary, VariantSummary
+from blocklab.analysis.metrics import RUN_COLUMN_METRICS, metric_info
+from blocklab.analysis.summary import ExperimentSummary, VariantSummary, fixed_by_build
 from blocklab.analysis.summary_table import gain_text
 from blocklab.units import fmt_value
 
@@ -41,6 +41,7 @@ def answer_json(
     checks and the design's caveats, each a CLI line."""
     return {
         "heading": first_screen.first_screen(s)[0],
+        "setting": s.setting,  # host, PostgreSQL version, workload, scale, clients
         "design": design_json(s, orders, planned_rounds),
         "verdicts": verdicts(s),
         "side": first_screen.key_side_lines(s),
@@ -127,28 +128,33 @@ def changed_from_cells(
     and their selection (Benjamini-Hochberg over every comparison with a p-value) are
     blocklab.analysis.changed_metrics', as `blocklab summary` prints them."""
     out = ChangedMetrics()
-    found: list[Change] = []
+    found: dict[str, list[Change]] = {}
     stored = [k for k in dict.fromkeys(k for k, *_ in cells) if k not in RUN_COLUMN_METRICS]
     keys = set(changed_metrics.candidates(stored))  # run columns: not among the CLI's
     values: dict[str, list[float]] = {}
+    per_variant: dict[str, list[Mapping[int, float]]] = {}
     for key, label, ref_label, mine, ref in cells:
         if key not in keys or mine is None or ref is None or mine.comparison is None:
             continue
         values.setdefault(key, []).extend(
             [mine.summary.min, mine.summary.max, ref.summary.min, ref.summary.max]
         )
+        per_variant.setdefault(key, []).extend([ref.values, mine.values])
         if mine.comparison.p_value is not None:
-            info = changed_metrics.label_of(key)
-            found.append(
+            info = metric_info(key)
+            found.setdefault(key, []).append(
                 Change(info, label, ref_label, ref.summary.mean, mine.summary.mean, mine.comparison)
             )
     for key, vals in values.items():
-        label = changed_metrics.label_of(key).label
+        label = metric_info(key).label
         if all(x == 0 for x in vals):
             out.zero_in_both.append(label)
         elif len(set(vals)) == 1:
             out.constant.append(label)
-    return changed_metrics.select(out, found)
+        elif fixed_by_build(per_variant[key]):
+            out.fixed.append(label)  # a tautology, as the CLI: left out before BH
+            found.pop(key, None)
+    return changed_metrics.select(out, [c for changes in found.values() for c in changes])
 
 
 def changed_rows(found: ChangedMetrics) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from blocklab.analysis import stats
@@ -158,6 +158,7 @@ class CellStats:
     summary: stats.Summary
     comparison: stats.Comparison | None
     verdict: str
+    values: Mapping[int, float] = field(default_factory=dict)  # round -> value
 
 
 def cell_stats(
@@ -175,9 +176,9 @@ def cell_stats(
         return None
     summary = summarize(list(clean.values()), info)
     if ref_values is None:
-        return CellStats(summary, None, "reference" if is_reference else "")
+        return CellStats(summary, None, "reference" if is_reference else "", clean)
     comp = compare(dict(ref_values), clean, info, equivalence_pct)
-    return CellStats(summary, comp, verdict_text(comp, info))
+    return CellStats(summary, comp, verdict_text(comp, info), clean)
 
 
 def vs_reference(c: stats.Comparison, unit: str) -> str:

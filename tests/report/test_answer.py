@@ -13,6 +13,7 @@ import pytest
 from report_fixture import write_synthetic_results
 
 from blocklab.analysis import changed_metrics, first_screen, stats
+from blocklab.analysis.metrics import metric_info
 from blocklab.analysis.summary import summarize_experiment
 from blocklab.analysis.summary_table import DESIGN_ANALYSIS, gain_text
 from blocklab.report import answer, build_site, plots, shape
@@ -89,7 +90,7 @@ def test_what_changed_is_the_cli_selection(results: Path) -> None:
     assert page.tested == cli.tested > 0
     assert changed_metrics.lines(page) == changed_metrics.lines(cli)
     rows = answer.changed_rows(page)["rows"]
-    assert rows and all(r["metric"] == changed_metrics.label_of(r["key"]).label for r in rows)
+    assert rows and all(r["metric"] == metric_info(r["key"]).label for r in rows)
     assert not any(r["metric"] == r["key"] for r in rows)  # words, not raw names
 
 

@@ -381,11 +381,12 @@ def test_experiment_page_answers_as_the_cli_and_draws_rounds_and_runs(
         p.goto((tmp_path / "site" / "e" / "one-dim" / "index.html").as_uri())
         page.ready()
         assert p.locator("#answer-heading").inner_text() == cli[0]
+        assert p.locator("#answer-setting").inner_text() == cli[1].strip()  # host, version
         assert "paired" in p.locator("#design-kind").inner_text()
         assert "4 done of 4 planned" in p.locator("#design-rounds").inner_text()
         verdicts = p.locator("#verdicts li").all_inner_texts()
         assert [v.replace(" vs bs=8k wal=8k ext4-4k", "") for v in verdicts] == [
-            line.strip() for line in cli[1:3]
+            line.strip() for line in cli[2:4]
         ]
         assert p.locator("#check-lines li").count() >= 1
         assert p.locator("#what-changed tbody tr").count() > 0
