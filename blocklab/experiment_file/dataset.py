@@ -34,6 +34,7 @@ def read(raw: Any, base: Path) -> list[Dimension]:
         check_keys(t, KEYS, p)
         if not isinstance(t.get("dump"), str) or not t["dump"]:
             raise fail(f"{p}.dump", "missing", f'{dump.ALLOWED}, e.g. "app.dump"')
+        _missing_hint(t["dump"], base, f"{p}.dump")
         file = resolve(t["dump"], base, f"{p}.dump", "dump")
         _, sha256 = dump.inspect(Path(file), f"{p}.dump")
         options = model.options_of({"dump": file, "dump_sha256": sha256})
@@ -47,6 +48,18 @@ def read(raw: Any, base: Path) -> list[Dimension]:
             labels={KEY: lambda name: f"dump={name}"},
         )
     ]
+
+
+def _missing_hint(dump_text: str, base: Path, path: str) -> None:
+    """A missing dump, with the way to make one: `pg_dump -Fc`, or the script that sits
+    beside it (the shipped example's dump is made by examples/own-database/make_dump.py)."""
+    where = Path(dump_text).expanduser()
+    where = where if where.is_absolute() else base / where
+    if where.exists():
+        return
+    maker = sorted(where.parent.glob("make_dump.py")) if where.parent.is_dir() else []
+    how = f"sudo .venv/bin/python {maker[0]}" if maker else "pg_dump -Fc -f FILE yourdb"
+    raise fail(path, f"dump {str(where)!r} does not exist: make it first with {how}")
 
 
 def check_pairing(dims: list[Dimension]) -> None:

@@ -180,7 +180,8 @@ def test_the_experiment_file_reads_a_dump_and_queries(tmp_path: Path) -> None:
         ('workload = { driver = "queries", file = "queries.sql", passes = 3 }\n',
          'workload = "select-only"\n', "matrix.dataset: a dump is restored for the queries"),
         ('"app.dump"', '"queries.sql"', "matrix.dataset.dump: .*queries.sql is not a pg_dump"),
-        ('"app.dump"', '"gone.dump"', "matrix.dataset.dump: dump .*gone.dump.* does not exist"),
+        ('"app.dump"', '"gone.dump"',
+         "matrix.dataset.dump: dump .*gone.dump.* does not exist: make it first with pg_dump -Fc"),
         ("passes = 3", "passes = 0", "passes: 0 is not a whole number from 1 to 100"),
         ("passes = 3", "passes = 3, scale = 2", "unknown key; allowed: file, passes, timeout"),
         ('file = "queries.sql"', 'file = "nope.sql"', "matrix.workload.file: .*does not exist"),
@@ -194,6 +195,15 @@ def test_bad_keys_exit_2_naming_the_key(
         spec.load(path)
     assert main(["plan", str(path)]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_a_missing_dump_beside_its_script_names_the_script(tmp_path: Path) -> None:
+    """The shipped example's dump is made, not kept in git: its error says how."""
+    path = _experiment(tmp_path, TOML.replace('"app.dump"', '"example/app.dump"'))
+    (tmp_path / "example").mkdir()
+    (tmp_path / "example" / "make_dump.py").write_text("")
+    with pytest.raises(UserError, match=r"make it first with sudo .*example/make_dump\.py"):
+        spec.load(path)
 
 
 def test_a_dump_or_queries_outside_the_experiments_directory_needs_allow_paths(
