@@ -77,7 +77,9 @@ def test_tpcc_one_warehouse_then_a_killed_server(paths, pg18_8k, tmp_path: Path)
         c.psql("CREATE DATABASE tpcc")
         target = gotpc.Target(str(c.socket_dir), c.port, c.user.name, "tpcc")
         opts = gotpc.TpccOptions(warehouses=1, threads=2, time_s=3)
-        proc.run(gotpc.tpcc_prepare_argv(program, opts, target), timeout_s=180)
+        proc.run(
+            gotpc.tpcc_prepare_argv(program, opts, target), timeout_s=600
+        )  # busy CI: 180 s was hit
         (tmp_path / "clean").mkdir()
         out, err, code = run_driver(gotpc.tpcc_run_argv(program, opts, target), tmp_path / "clean")
         clean = gotpc.parse_tpcc(out, err, code)
