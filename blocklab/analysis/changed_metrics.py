@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -105,15 +105,27 @@ def find(db: ResultsStore, name: str, host: str | None = None) -> ChangedMetrics
             if v.comparison.p_value is not None:
                 ref_mean, mean = _mean(ref.values), _mean(v.values)
                 changes.append(Change(info, v.label, ref.label, ref_mean, mean, v.comparison))
-        if values and all(x == 0 for x in values):
-            out.zero_in_both.append(info.label)
-        elif values and len(set(values)) == 1:
-            out.constant.append(info.label)
-        elif per_variant and fixed_by_build(per_variant):
-            out.fixed.append(info.label)  # a tautology: left out before the BH selection
-            continue
-        candidates_found += changes
+        if not fold(out, info.label, values, per_variant):
+            candidates_found += changes
     return select(out, candidates_found)
+
+
+def fold(
+    out: ChangedMetrics,
+    label: str,
+    values: Sequence[float],
+    per_variant: Sequence[Mapping[int, float]],
+) -> bool:
+    """Files a metric 0 in both, with one value throughout, or fixed by each build under
+    `out`'s folded lists; True for the last (a tautology: left out before the BH selection)."""
+    if values and all(x == 0 for x in values):
+        out.zero_in_both.append(label)
+    elif values and len(set(values)) == 1:
+        out.constant.append(label)
+    elif per_variant and fixed_by_build(per_variant):
+        out.fixed.append(label)
+        return True
+    return False
 
 
 def select(out: ChangedMetrics, found: list[Change]) -> ChangedMetrics:

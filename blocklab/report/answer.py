@@ -20,7 +20,7 @@ from typing import Any
 from blocklab.analysis import changed_metrics, first_screen, stats, summary_table
 from blocklab.analysis.changed_metrics import Change, ChangedMetrics
 from blocklab.analysis.metrics import RUN_COLUMN_METRICS, metric_info
-from blocklab.analysis.summary import ExperimentSummary, VariantSummary, fixed_by_build
+from blocklab.analysis.summary import ExperimentSummary, VariantSummary
 from blocklab.analysis.summary_table import gain_text
 from blocklab.units import fmt_value
 
@@ -146,14 +146,8 @@ def changed_from_cells(
                 Change(info, label, ref_label, ref.summary.mean, mine.summary.mean, mine.comparison)
             )
     for key, vals in values.items():
-        label = metric_info(key).label
-        if all(x == 0 for x in vals):
-            out.zero_in_both.append(label)
-        elif len(set(vals)) == 1:
-            out.constant.append(label)
-        elif fixed_by_build(per_variant[key]):
-            out.fixed.append(label)  # a tautology, as the CLI: left out before BH
-            found.pop(key, None)
+        if changed_metrics.fold(out, metric_info(key).label, vals, per_variant[key]):
+            found.pop(key, None)  # fixed by each build, as the CLI: left out before BH
     return changed_metrics.select(out, [c for changes in found.values() for c in changes])
 
 
