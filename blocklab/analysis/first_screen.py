@@ -91,8 +91,21 @@ def verdict_sentence(c: stats.Comparison, info: MetricInfo) -> str:
         within = f", within ±{c.equivalence_pct:g} %" if c.equivalent else ""
         return f"{direction_word(c, info)} by {size} {rest}{within}".replace("  ", " ")
     if c.verdict == stats.EQUAL:
-        return f"{verdict_text(c, info)}: {gain}"
+        return f"{verdict_text(c, info)}: {gain}{tost_text(c, info)}"
     return f"undecided, {gain}: {undecided_reason(c, info)}"
+
+
+def tost_text(c: stats.Comparison, info: MetricInfo) -> str:
+    """'; 90 % CI -2.8 to +2.4, inside ±3 %': the interval the equivalence test judges
+    (the 95 % one before it may reach past ±X while the verdict is equal)."""
+    interval = stats.tost_interval(c)
+    if interval is None:
+        return ""
+    if c.scale == stats.RATIO:
+        low, high = (f"{(r - 1) * 100:+.1f}" for r in interval)
+    else:
+        low, high = (fmt_difference(d, info.unit) for d in interval)
+    return f"; 90 % CI {low} to {high}, inside ±{c.equivalence_pct:g} %"
 
 
 def undecided_reason(c: stats.Comparison, info: MetricInfo) -> str:

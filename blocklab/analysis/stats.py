@@ -309,6 +309,21 @@ def _log_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
     return [math.log(y / x) for x, y in zip(a, b, strict=True)]
 
 
+def tost_interval(c: Comparison) -> tuple[float, float] | None:
+    """The (1 - 2 alpha) interval TOST judges (90 % at alpha 5 %), on the comparison's
+    reported scale: "equal within ±X %" holds exactly when it lies inside ±X, so a verdict
+    of equal can show it beside the 95 % interval, which may reach past ±X. None without a
+    spread to build it from."""
+    if c.estimate is None or c.sd is None or c.n_pairs < MIN_PAIRS:
+        return None
+    if c.scale == RATIO and c.estimate <= 0:
+        return None
+    centre = math.log(c.estimate) if c.scale == RATIO else c.estimate
+    half = t_quantile(c.n_pairs - 1, 1 - 2 * EQUIVALENCE_ALPHA) * c.sd / math.sqrt(c.n_pairs)
+    back = _back(c.scale)
+    return back(centre - half), back(centre + half)
+
+
 def _back(scale: str) -> Callable[[float], float]:
     """From the scale the t-test works on back to the reported one."""
     return math.exp if scale == RATIO else float

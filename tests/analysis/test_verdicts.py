@@ -163,3 +163,29 @@ def test_plan_prints_the_rounds_that_show_equal_within_x() -> None:
         "equal within ±2 % ([experiment] equivalence): 11 rounds show it with 80 % probability "
         "if the variants are truly equal; with 22 rounds any outcome is a verdict" in text
     )
+
+
+def test_an_equal_verdict_shows_the_90_percent_interval_it_was_judged_on() -> None:
+    """The demo's third fresh run: "equal within ±3 %" with a 95 % CI of -3.3 to +2.9.
+    The sentence names the 90 % interval (scipy's t interval on the log ratios) that lies
+    inside ±3 %, so the verdict does not look contradicted by its own 95 % interval."""
+    ratios = [0.9515, 1.0421, 1.0097, 1.0036, 0.9990, 0.9815]  # its six rounds' 4k/8k
+    ref, other = _pair(ratios)
+    c = stats.compare_paired(ref, other, equivalence_pct=3)
+    assert c.verdict == stats.EQUAL
+    assert c.ci95_low is not None and c.ci95_low < 0.97  # the 95 % interval reaches past -3 %
+    logs = np.log(ratios)
+    oracle = sp.t.interval(0.90, len(logs) - 1, loc=logs.mean(), scale=sp.sem(logs))
+    interval = stats.tost_interval(c)
+    assert interval is not None
+    assert interval == pytest.approx(tuple(np.exp(oracle)), rel=1e-9)
+    assert 0.97 < interval[0] < interval[1] < 1.03
+    low, high = ((x - 1) * 100 for x in np.exp(oracle))
+    sentence = verdict_sentence(c, TPS)
+    assert sentence.startswith("equal within ±3 %: -0.2 % (")
+    assert sentence.endswith(f"; 90 % CI {low:+.1f} to {high:+.1f}, inside ±3 %")
+
+
+def test_no_tost_interval_without_a_spread() -> None:
+    one = stats.compare_paired({1: 100.0}, {1: 101.0})
+    assert stats.tost_interval(one) is None
