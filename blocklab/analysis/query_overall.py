@@ -128,14 +128,12 @@ def describe(c: stats.Comparison) -> str:
     )
 
 
-def covered(o: Overall) -> str:
-    """Which statements the figure covers, and those left out with their rounds."""
+def covered(o: Overall) -> tuple[str, str]:
+    """Which statements the figure covers; those left out with their rounds ("": none)."""
     names = sorted({s for stmts in o.statements.values() for s in stmts})
-    text = f"over {len(names)} statement(s) that ran in every variant of a round"
-    if o.left_out:
-        parts = [f"{s} (rounds {', '.join(map(str, r))})" for s, r in sorted(o.left_out.items())]
-        text += f"; left out where some variant lacks it: {'; '.join(parts)}"
-    return text
+    text = f"over the {len(names)} statement(s) that ran in every variant of a round"
+    parts = [f"{s} (rounds {', '.join(map(str, r))})" for s, r in sorted(o.left_out.items())]
+    return text, (f"left out where a variant lacks it: {'; '.join(parts)}" if parts else "")
 
 
 def times_of(rows: Iterable[Row]) -> dict[tuple[str, int, str], list[float]]:

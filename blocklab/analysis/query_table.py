@@ -69,7 +69,9 @@ def overall_lines(qs: QueriesSummary) -> list[str]:
     if o is None:
         return []
     ref = o.reference
-    out = [f"Overall: geometric mean of the statements' server times, {query_overall.covered(o)}:"]
+    covers, left_out = query_overall.covered(o)
+    out = [f"Overall: geometric mean of the statements' server times {covers}, [95 % CI]:"]
+    out += [f"  {left_out}"] if left_out else []
     for v in o.variants:
         s = v.summary
         mean = NO_VALUE if s is None or s.geo_mean is None else f"{s.geo_mean:.3f} ms"

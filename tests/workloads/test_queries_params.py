@@ -143,3 +143,17 @@ def test_the_statements_time_is_the_mean_over_rows_and_passes() -> None:
     assert q["params_rows_ms"] == {1: [1.0, 2.0], 2: [3.0, 6.0]}
     (row,) = tpch.query_records(doc)
     assert row.time_ms_mean == pytest.approx(3.0) and row.calls == 4  # (1 + 3 + 2 + 6) / 4
+
+
+def test_blocklab_plan_exits_2_on_a_csv_with_a_wrong_column_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_own_database import TOML, _experiment
+
+    from blocklab.cli import main
+
+    path = _experiment(tmp_path, TOML, QUERIES)
+    (tmp_path / "customers.csv").write_text("customer_id,note\n77,a\n78\n")
+    assert main(["plan", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "statement 'by_customer': params customers.csv, line 3: 1 column(s); allowed: 2" in err
