@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blocklab.analysis import stats
+from blocklab.analysis import query_overall, stats
 from blocklab.analysis.metrics import metric_info, summarize
+from blocklab.analysis.summary import equivalence_of
 from blocklab.store import ResultsStore
 from blocklab.workloads import plans
 
@@ -62,6 +63,7 @@ class QueriesSummary:
     reference_label: str
     queries: list[QueryResult] = field(default_factory=list)
     plan_of: dict[str, plans.PlanNode] = field(default_factory=dict)  # fingerprint -> plan
+    overall: query_overall.Overall | None = None  # the geometric mean over the statements
 
     @property
     def changed(self) -> list[QueryResult]:
@@ -116,6 +118,9 @@ def summarize_queries(db: ResultsStore, experiment: str) -> QueriesSummary | Non
             )
         ref = next((x for x in qvs if x.variant_id == ref_id), qvs[0] if qvs else None)
         out.queries.append(QueryResult(q, qvs, ref))
+    out.overall = query_overall.overall(
+        query_overall.times_of(rows), labels, ref_id or "", equivalence_of(exp)
+    )
     out.plan_of = {
         fp: _plan_node(json.loads(text))
         for fp, text in db.query_plans(sorted(fingerprints)).items()

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from blocklab.analysis import query_overall
 from blocklab.analysis.query_summary import QueriesSummary, QueryVariant, plan_lines, side_by_side
 from blocklab.units import NO_VALUE
 
@@ -39,6 +40,8 @@ def print_queries(console: Console, qs: QueriesSummary, *, diffs: bool = True) -
             differs += f" (plan varied over rounds: {', '.join(varies)})"
         table.add_row(q.query, *[cells.get(label, NO_VALUE) for label in labels], differs)
     console.print(table, crop=False)
+    for line in overall_lines(qs):
+        console.print(line, markup=False, highlight=False, crop=False)
     changed = qs.changed
     console.print(
         f"{len(changed)} of {len(qs.queries)} queries chose a different plan than "
@@ -57,3 +60,26 @@ def print_queries(console: Console, qs: QueriesSummary, *, diffs: bool = True) -
             width = max((len(x) for x in left), default=0) + 2
             for line in side_by_side(left, right, width=width):
                 console.print(line, markup=False, highlight=False, crop=False, overflow="ignore")
+
+
+def overall_lines(qs: QueriesSummary) -> list[str]:
+    """Under the table: each variant's geometric mean of the statements' server times
+    with its 95 % CI, and its ratio to the reference with the verdict."""
+    o = qs.overall
+    if o is None:
+        return []
+    ref = o.reference
+    covers, left_out = query_overall.covered(o)
+    out = [f"Overall: geometric mean of the statements' server times {covers}, [95 % CI]:"]
+    out += [f"  {left_out}"] if left_out else []
+    for v in o.variants:
+        s = v.summary
+        mean = NO_VALUE if s is None or s.geo_mean is None else f"{s.geo_mean:.3f} ms"
+        ci = "" if s is None or s.ci95_low is None else f" [{s.ci95_low:.3f}, {s.ci95_high:.3f}]"
+        if v.comparison is None:
+            vs = "reference" if v is ref else "no reference to compare with"
+        else:
+            against = ref.label if ref else "the reference"
+            vs = f"vs {against}: {query_overall.describe(v.comparison)}"
+        out.append(f"  {v.label}: {mean}{ci}, {vs}")
+    return out

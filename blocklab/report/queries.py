@@ -10,6 +10,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from blocklab.analysis.query_summary import QueriesSummary, QueryResult, summarize_queries
+from blocklab.analysis.query_table import overall_lines
 from blocklab.store import ResultsStore
 
 BAR_H, GAP, LABEL_W, PLOT_W, TEXT_W = 16, 4, 160, 420, 260
@@ -80,7 +81,9 @@ def page_context(qs: QueriesSummary) -> dict[str, Any]:
                 "diffs": diffs,
             }
         )
-    return {"qs": qs, "queries": queries, "changed": [q.query for q in qs.changed]}
+    overall = overall_lines(qs)  # its heading, then a line per variant
+    return {"qs": qs, "queries": queries, "changed": [q.query for q in qs.changed],
+            "overall": overall}  # fmt: skip
 
 
 def write_queries(w: Any, db: ResultsStore, name: str, slug: str) -> bool:

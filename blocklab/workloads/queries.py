@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from blocklab.errors import CommandError, UserError
 from blocklab.model import DatasetRequest, OptionValue, WorkloadRequest
 from blocklab.postgres.installation import Installation
-from blocklab.workloads import dump, queries_psql, role, statements, tpch
+from blocklab.workloads import dump, queries_params, queries_psql, role, statements, tpch
 from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
 from blocklab.workloads.execution import driver_user, run_driver
 
@@ -74,8 +74,8 @@ def read_keys(table: Mapping[str, Any], path: str) -> dict[str, OptionValue]:
     timeout = table.get("timeout", 0)
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not 0 <= timeout <= 86400:
         raise UserError(f"{path}.timeout: {timeout!r} is not whole seconds from 0 (none) to 86400")
-    stmts = read_statements(file, f"{path}.file")
-    if queries_psql.argv_bytes(stmts, passes) > queries_psql.MAX_ARGV_BYTES:
+    stmts, params = read_statements(file, f"{path}.file")
+    if queries_psql.argv_bytes(stmts, passes, params) > queries_psql.MAX_ARGV_BYTES:
         raise UserError(
             f"{path}.passes: {passes} passes of {file} make over "
             f"{queries_psql.MAX_ARGV_BYTES} bytes of psql arguments; allowed: fewer passes "
@@ -84,13 +84,18 @@ def read_keys(table: Mapping[str, Any], path: str) -> dict[str, OptionValue]:
     return {"file": file, "passes": passes, "timeout": timeout}
 
 
-def read_statements(file: str, key: str) -> list[statements.Statement]:
+def read_statements(
+    file: str, key: str
+) -> tuple[list[statements.Statement], dict[str, queries_params.Params]]:
+    """The statements and, by name, the params of those that have a `-- params:` line
+    (its CSV beside the queries file: blocklab.workloads.queries_params)."""
     try:
         text = Path(file).read_text()
     except (OSError, UnicodeDecodeError) as e:
         why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
         raise UserError(f"{key}: {file}: {why}; allowed: a readable SQL file") from None
-    return statements.read(text, f"{key} ({file})")
+    stmts = statements.read(text, f"{key} ({file})")
+    return stmts, queries_params.read_all(text, stmts, Path(file).parent, f"{key} ({file})")
 
 
 def client_argv(
@@ -99,10 +104,10 @@ def client_argv(
     """psql with every statement x passes as `-c` strings (blocklab.workloads.queries_psql;
     the user's file need not be readable by the driver's user)."""
     opts = dict(workload.options)
-    stmts = read_statements(str(opts["file"]), "matrix.workload.file")
+    stmts, params = read_statements(str(opts["file"]), "matrix.workload.file")
     passes = 1 if warmup else int(opts.get("passes", 3))
     timeout_ms = int(opts.get("timeout", 0)) * 1000
-    return queries_psql.argv(str(inst.bin("psql")), endpoint, stmts, passes, timeout_ms)
+    return queries_psql.argv(str(inst.bin("psql")), endpoint, stmts, passes, timeout_ms, params)
 
 
 def parse(stdout: str, stderr: str) -> WorkloadResult:

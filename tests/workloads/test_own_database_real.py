@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -23,10 +24,14 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "own-database"
 FAILS_AT_4K = """
 -- name: fails_at_4k
 SELECT 1 / (current_setting('block_size')::int - 4096);
+-- name: by_customer
+-- params: customers.csv
+SELECT count(*) FROM orders WHERE customer_id = $1 AND status <> $2;
 """
+CUSTOMERS_CSV = 'customer_id,status\n77,paid\n4242,"it\'s, \\ odd"\n9999,\n'  # 3 calls per pass
 TOML = """[experiment]
 name = "own-db"
-rounds = 1
+rounds = 2
 reference = { block_size = 8 }
 [matrix]
 postgres = "18"
@@ -55,6 +60,7 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
     _make_dump_module().ensure(paths, exp_dir / "app.dump")
     queries = (EXAMPLE / "queries.sql").read_text() + FAILS_AT_4K
     (exp_dir / "queries.sql").write_text(queries)
+    (exp_dir / "customers.csv").write_text(CUSTOMERS_CSV)
     (exp_dir / "own-db.toml").write_text(TOML)
     results = tmp_path / "results"
     run = blocklab_wide("run", str(exp_dir / "own-db.toml"), "--results", str(results), "-q")
@@ -72,15 +78,16 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
         assert {"customers", "orders", "order_lines", "products"} <= tables, tables
     with ResultsDB(results, create=False) as db:
         runs = db.runs("own-db")
-        assert [r["status"] for r in runs] == ["ok", "ok"], [r["reason"] for r in runs]
+        assert [r["status"] for r in runs] == ["ok"] * 4, [r["reason"] for r in runs]
         labels = {v["variant_id"]: v["label"] for v in db.variants("own-db")}
         rows = db.run_queries("own-db")
         by_label: dict[str, set[str]] = {}
         for r in rows:
             by_label.setdefault(labels[r["variant_id"]], set()).add(r["query"])
-            assert r["calls"] == 2 and r["time_ms_mean"] > 0 and r["plan_fingerprint"]
+            calls = 2 * 3 if r["query"] == "by_customer" else 2  # passes x the CSV's rows
+            assert r["calls"] == calls and r["time_ms_mean"] > 0 and r["plan_fingerprint"]
         eight = {q for q in by_label["bs=8k"]}
-        assert "fails_at_4k" in eight and len(eight) == 9
+        assert "fails_at_4k" in eight and "by_customer" in eight and len(eight) == 10
         assert by_label["bs=4k"] == eight - {"fails_at_4k"}
         for r in runs:
             prov = json.loads(r["provenance_json"])
@@ -96,8 +103,16 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
             assert metrics["full_count_shared_hit_bytes"] is not None
     summary = blocklab_wide("summary", "--results", str(results), "--metric", "queries_per_hour")
     assert summary.returncode == 0, summary.stderr
-    assert "revenue_by_country" in summary.stdout and "point_lookup" in summary.stdout
     print(summary.stdout)
+    assert "revenue_by_country" in summary.stdout and "point_lookup" in summary.stdout
+    # the overall figure over the 9 statements both ran; fails_at_4k named as left out
+    assert "Overall: geometric mean of the statements' server times over the 9 statement(s)" in (
+        " ".join(summary.stdout.split())
+    )
+    assert "left out where a variant lacks it: fails_at_4k (rounds 1, 2)" in summary.stdout
+    overall = summary.stdout.split("Overall: geometric mean", 1)[1].splitlines()
+    vs = next(ln for ln in overall if ln.startswith("  bs=4k: "))
+    assert re.search(r"ms \[[\d.]+, [\d.]+\], vs bs=8k: x[\d.]+ \[[\d.]+, [\d.]+\]", vs), vs
 
 
 SUPERUSER_ONLY = """
