@@ -15,7 +15,7 @@ import psycopg
 from blocklab.errors import RunError
 from blocklab.probes import ProbeContext, ProbeResult, derived, disturbance, space, stat_io, views
 from blocklab.probes import checkpoints as ckpt
-from blocklab.probes.sampler import Sampler, Snapshot, host_snapshot, read_pid_stats, tree_cpu_s
+from blocklab.probes.sampler import Sampler, Snapshot, host_snapshot, tree_cpu_s
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 STATEMENT_TIMEOUT_MS = 5000
@@ -133,7 +133,7 @@ class Instrumentation:
         pg, errors = self._query_counters()
         snap = host_snapshot(pg, [d.name for d in self.ctx.devices], errors)
         if with_server_cpu:
-            stats = read_pid_stats()
+            stats = disturbance.read_stats(self.ctx.server_pid)
             snap.server_cpu_s = tree_cpu_s(stats, self.ctx.server_pid)
             snap.cpu_account = disturbance.read_account(self.ctx.server_pid, stats, self._backing)
             snap.io = self._query_stat_io(snap.errors)

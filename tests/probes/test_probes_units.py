@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from blocklab import proc
 from blocklab.analysis.metrics import metric_info
 from blocklab.probes import Device, derived, views
 from blocklab.probes.provenance import parse_pg_config
@@ -14,8 +15,8 @@ from blocklab.probes.sampler import (
     Snapshot,
     parse_block_stat,
     parse_meminfo,
-    parse_pid_stat,
     parse_proc_stat_cpu,
+    pid_cpu,
     tree_cpu_s,
 )
 
@@ -137,7 +138,7 @@ def test_proc_parsers() -> None:
     mem = parse_meminfo("MemTotal:        2000 kB\nMemAvailable:     500 kB\nHugePages_Total: 0\n")
     assert mem == {"MemTotal": 2048000, "MemAvailable": 512000, "HugePages_Total": 0}
     stat = "42 (postgres: x) S 7 42 42 0 -1 4194560 1 0 0 0 300 100 50 25 20 0 1 0 5 0 0"
-    ppid, cpu_s = parse_pid_stat(stat)
+    ppid, cpu_s = pid_cpu(proc.parse_pid_stat(stat))
     assert ppid == 7 and cpu_s == pytest.approx((300 + 100 + 50 + 25) / CLK_TCK)
     assert tree_cpu_s({1: (0, 2.0), 2: (1, 0.5), 3: (1, 0.25), 4: (2, 9.0)}, 1) == 2.75
     assert tree_cpu_s({}, 1) is None
