@@ -12,10 +12,8 @@ from blocklab.postgres.installation import Installation
 from blocklab.units import fmt_number, fmt_p_value
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
+    from blocklab.execution.overhead import OverheadResult
     from blocklab.execution.overhead_slices import SliceResult
-    from blocklab.paths import Paths
 
 
 @click.group("selftest")
@@ -114,29 +112,23 @@ def overhead(
         for line in slice_lines(res):
             click.echo(line)
         return
-    _pairs(inst, Paths.from_env(), pairs, duration_s, scale, clients, interval_s, echo_err)
+    from blocklab.execution.overhead import measure_overhead
 
-
-def _pairs(
-    inst: Installation,
-    paths: Paths,
-    pairs: int,
-    duration_s: int,
-    scale: int,
-    clients: int,
-    interval_s: float,
-    log: Callable[[str], None],
-) -> None:
-    from blocklab.execution.overhead import TARGET_RATIO, measure_overhead
-
-    res = measure_overhead(inst, paths, pairs=pairs, duration_s=duration_s, scale=scale,
-                           clients=clients, interval_s=interval_s, log=log)  # fmt: skip
-    c = res.comparison
-    assert c is not None
+    pairs_res = measure_overhead(inst, Paths.from_env(), pairs=pairs, duration_s=duration_s,
+                           scale=scale, clients=clients, interval_s=interval_s,
+                           log=echo_err)  # fmt: skip
     click.echo(
         f"PostgreSQL {inst.version} ({inst.key}), {pairs} pairs x {duration_s} s, "
         f"{fmt_number(clients)} clients, sampler every {fmt_number(interval_s)} s"
     )
+    _pairs_report(pairs_res)
+
+
+def _pairs_report(res: OverheadResult) -> None:
+    from blocklab.execution.overhead import TARGET_RATIO
+
+    c = res.comparison
+    assert c is not None
     for line in ratio_lines(c.estimate, c.ci95_low, c.ci95_high, c.p_value):
         click.echo(line)
     click.echo(f"samples per instrumented run: {res.samples_per_run}")

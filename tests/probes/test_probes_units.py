@@ -389,3 +389,41 @@ def test_without_fpi_bytes_or_ios_the_metrics_are_none_not_zero() -> None:
     assert m["wal_fpi_bytes_per_xact"] is None and m["fpi_bytes_share_of_wal"] is None
     assert m["device_data_read_bytes_per_request"] is None  # no requests: no size
     assert not any(k.startswith("io_") for k in m)  # no pg_stat_io snapshot
+
+
+def test_a_sample_is_one_round_trip_and_reads_no_process() -> None:
+    """The 1 Hz sampler's snapshot, on the workload's hot path: one statement over the
+    probes' connection; the server's CPU, pg_stat_io and the CPU account wait for the
+    begin and end snapshots."""
+    import os
+    from pathlib import Path
+    from typing import Any
+
+    from blocklab.probes import Instrumentation, ProbeContext
+
+    sent: list[str] = []
+
+    class _Conn:
+        def execute(self, sql: str, params: Any = None, prepare: Any = None) -> Any:
+            sent.append(sql)
+            return self
+
+        def fetchone(self) -> None:
+            return None
+
+    ctx = ProbeContext(
+        conninfo="",
+        data_dir=Path("/"),
+        server_log=Path("/nonexistent"),
+        devices=[],
+        block_size_bytes=8192,
+        wal_block_size_bytes=8192,
+        server_pid=os.getpid(),
+        server_version_num=180000,
+    )
+    probes = Instrumentation(ctx)
+    plan = views.plan_counters(PG18, block_size_bytes=8192)
+    probes._conn, probes._plan, probes._sql = _Conn(), plan, plan.sql()  # type: ignore[assignment]
+    snap = probes.sample()
+    assert sent == [plan.sql()]
+    assert snap.server_cpu_s is None and snap.io is None and snap.cpu_account is None
