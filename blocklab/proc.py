@@ -179,27 +179,120 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     # a zombie is not alive
+    stat = read_pid_stat(pid)
+    return stat is not None and stat.state != "Z"
+
+
+# -- /proc/<pid>/stat: the one parser ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PidStat:
+    """The fields of /proc/<pid>/stat (proc(5)) blocklab reads; times in clock ticks."""
+
+    pid: int
+    comm: str  # field 2, without its parentheses
+    state: str  # field 3: R, S, D, Z, X...
+    ppid: int  # field 4
+    utime_ticks: int  # field 14
+    stime_ticks: int  # field 15
+    cutime_ticks: int  # field 16: reaped (waited-for) children's user time
+    cstime_ticks: int  # field 17
+    start_ticks: int  # field 22: start time after boot
+    processor: int | None  # field 39: the CPU last run on (None on kernels without it)
+
+    @property
+    def cpu_ticks(self) -> int:
+        """Own and reaped children's CPU time: a sum over a process tree only grows."""
+        return self.utime_ticks + self.stime_ticks + self.cutime_ticks + self.cstime_ticks
+
+
+def parse_pid_stat(text: str) -> PidStat:
+    """/proc/<pid>/stat or /proc/<pid>/task/<tid>/stat (pure). The command name (field 2)
+    may hold spaces and parentheses: it runs from the first "(" to the LAST ")", and the
+    other fields are counted after it. ValueError on a line that is not one."""
+    opening, closing = text.find("("), text.rfind(")")
+    if opening < 0 or closing < opening:
+        raise ValueError(f"not a /proc/<pid>/stat line: {text[:80]!r}")
+    rest = text[closing + 1 :].split()
+    if len(rest) < 20:
+        raise ValueError(f"/proc/<pid>/stat: {len(rest) + 2} fields, want at least 22")
+
+    def field(n: int) -> int:  # 1-based, as in proc(5); fields 3.. follow the ")"
+        return int(rest[n - 3])
+
+    return PidStat(
+        pid=int(text[:opening]),
+        comm=text[opening + 1 : closing],
+        state=rest[0],
+        ppid=field(4),
+        utime_ticks=field(14),
+        stime_ticks=field(15),
+        cutime_ticks=field(16),
+        cstime_ticks=field(17),
+        start_ticks=field(22),
+        processor=field(39) if len(rest) > 39 - 3 else None,
+    )
+
+
+def read_pid_stat(pid: int, tid: int | None = None) -> PidStat | None:
+    """One process's (or one of its threads') stat; None once it has ended."""
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        return False
+        with open(path) as f:
+            return parse_pid_stat(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def scan_pid_stats() -> dict[int, PidStat]:
+    """Every process in /proc (one that ends while the scan runs is left out). A pass over
+    every entry: for the whole machine's account only; a process tree is walked with
+    child_pids() / tree_pids()."""
+    stats: dict[int, PidStat] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            stat = read_pid_stat(int(entry.name))
+            if stat is not None:
+                stats[stat.pid] = stat
+    return stats
 
 
 def child_pids(pid: int) -> list[int]:
-    """Direct children of `pid` (for a postmaster: its background processes and backends)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    """Direct children of `pid` (for a postmaster: its background processes and backends),
+    from /proc/<pid>/task/*/children (a child belongs to the thread that forked it); a
+    scan of /proc where the kernel has no such files (CONFIG_PROC_CHILDREN)."""
+    if not _has_children_files():
+        return sorted(s.pid for s in scan_pid_stats().values() if s.ppid == pid)
+    found: set[int] = set()
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    for tid in tasks:
         try:
-            stat = (entry / "stat").read_text()
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found.update(int(x) for x in f.read().split())
         except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 1 and fields[1] == str(pid):
-            found.append(int(entry.name))
-    return found
+            continue  # the thread ended
+    return sorted(found)
+
+
+def tree_pids(pid: int) -> list[int]:
+    """`pid` and all its descendants, by walking child_pids() (no scan of /proc)."""
+    out, todo, seen = [], [pid], set()
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+            todo.extend(child_pids(p))
+    return out
+
+
+def _has_children_files() -> bool:
+    pid = os.getpid()
+    return os.path.exists(f"/proc/{pid}/task/{pid}/children")
 
 
 def terminate(pid: int, *, sig: int = signal.SIGTERM, grace_s: float = 10.0) -> bool:
@@ -240,15 +333,15 @@ class ProcessFacts:
 def process_facts(pid: int) -> ProcessFacts | None:
     """The facts of a live, non-zombie process, or None."""
     base = Path(f"/proc/{pid}")
+    stat = read_pid_stat(pid)
     try:
-        fields = (base / "stat").read_text().rsplit(")", 1)[1].split()
         status = (base / "status").read_text()
-    except (OSError, IndexError):
+    except OSError:
         return None
-    if fields[0] in ("Z", "X"):
+    if stat is None or stat.state in ("Z", "X"):
         return None
     uid = next(int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("Uid:"))
-    return ProcessFacts(uid, _readlink(base / "exe"), _readlink(base / "cwd"), int(fields[19]))
+    return ProcessFacts(uid, _readlink(base / "exe"), _readlink(base / "cwd"), stat.start_ticks)
 
 
 def process_uid(pid: int) -> int | None:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from blocklab.errors import UserError
 from blocklab.postgres.installation import Installation
 from blocklab.units import fmt_number, fmt_p_value
+
+if TYPE_CHECKING:
+    from blocklab.execution.overhead import OverheadResult
+    from blocklab.execution.overhead_slices import SliceResult
 
 
 @click.group("selftest")
@@ -43,10 +48,20 @@ def _installation(pg: int | None, prefix: Path | None) -> Installation:
 )
 @click.option("--prefix", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="a blocklab build directory (has blocklab-build.json)")  # fmt: skip
+@click.option("--design", type=click.Choice(["slices", "pairs"]), default="slices",
+              show_default=True,
+              help="slices: each probe on/off in ABBA blocks of one pgbench run; "
+              "pairs: whole bare and instrumented runs")  # fmt: skip
+@click.option("--probe", "probes", multiple=True, type=click.Choice(["sampler", "cpu_log"]),
+              help="slices: the probes to measure (repeatable; default all)")  # fmt: skip
+@click.option("--blocks", type=click.IntRange(2, 1000), default=12, show_default=True,
+              help="slices: ABBA blocks per probe")  # fmt: skip
+@click.option("--slice", "slice_s", type=click.IntRange(1, 600), default=3, show_default=True,
+              help="slices: seconds per slice")  # fmt: skip
 @click.option("--pairs", type=click.IntRange(2, 1000), default=20, show_default=True,
-              help="bare/instrumented pairs (order alternates between pairs)")  # fmt: skip
+              help="pairs: bare/instrumented pairs (order alternates)")  # fmt: skip
 @click.option("--duration", "duration_s", type=click.IntRange(1, 3600), default=5,
-              show_default=True, help="seconds per pgbench run")  # fmt: skip
+              show_default=True, help="pairs: seconds per pgbench run")  # fmt: skip
 @click.option("--scale", type=click.IntRange(1, 10000), default=10, show_default=True,
               help="pgbench scale factor")  # fmt: skip
 @click.option("--clients", type=click.IntRange(1, 256), default=2, show_default=True,
@@ -57,44 +72,89 @@ def _installation(pg: int | None, prefix: Path | None) -> Installation:
 def overhead(
     pg: int | None,
     prefix: Path | None,
+    design: str,
+    probes: tuple[str, ...],
+    blocks: int,
+    slice_s: int,
     pairs: int,
     duration_s: int,
     scale: int,
     clients: int,
     interval_s: float,
 ) -> None:
-    """tps instrumented / tps bare, interleaved on one server, with a 95 % CI.
+    """What the probes cost in tps, on one server, with a 95 % CI.
 
-    The instrumented arm runs everything the probes do while pgbench runs (snapshots,
-    the sampler, the log parse); the after-run pgstattuple pass is left out. Many short
-    pairs give a tighter CI than a few long ones on a noisy machine.
+    slices (default): one pgbench run cut into slices; each probe is switched on and off
+    in ABBA/BAAB blocks, so that the machine's drift cancels; a ratio per probe. The
+    probes of a run's begin and end (pg_stat_io, the CPU account, the space pass) run
+    outside the workload's window: their seconds per run are printed.
+    pairs: whole bare and instrumented pgbench runs, interleaved; the after-run
+    pgstattuple pass is left out. Many short pairs give a tighter CI than a few long ones.
     """
-    from blocklab.execution.overhead import TARGET_RATIO, measure_overhead
     from blocklab.paths import Paths
 
     inst = _installation(pg, prefix.absolute() if prefix else None)
-    res = measure_overhead(
-        inst,
-        Paths.from_env(),
-        pairs=pairs,
-        duration_s=duration_s,
-        scale=scale,
-        clients=clients,
-        interval_s=interval_s,
-        log=lambda m: click.echo(m, err=True),
-    )
-    c = res.comparison
-    assert c is not None
+
+    def echo_err(message: str) -> None:
+        click.echo(message, err=True)
+
+    if design == "slices":
+        from blocklab.execution.overhead_slices import PROBES, measure_slices
+
+        res = measure_slices(inst, Paths.from_env(), probes=probes or PROBES,
+                             blocks_per_probe=blocks, slice_s=slice_s, scale=scale,
+                             clients=clients, interval_s=interval_s, log=echo_err)  # fmt: skip
+        click.echo(
+            f"PostgreSQL {inst.version} ({inst.key}), one pgbench run: {len(res.plan)} "
+            f"slices of {slice_s} s in ABBA blocks, {fmt_number(clients)} clients, "
+            f"sampler every {fmt_number(interval_s)} s"
+        )
+        for line in slice_lines(res):
+            click.echo(line)
+        return
+    from blocklab.execution.overhead import measure_overhead
+
+    pairs_res = measure_overhead(inst, Paths.from_env(), pairs=pairs, duration_s=duration_s,
+                           scale=scale, clients=clients, interval_s=interval_s,
+                           log=echo_err)  # fmt: skip
     click.echo(
         f"PostgreSQL {inst.version} ({inst.key}), {pairs} pairs x {duration_s} s, "
         f"{fmt_number(clients)} clients, sampler every {fmt_number(interval_s)} s"
     )
+    _pairs_report(pairs_res)
+
+
+def _pairs_report(res: OverheadResult) -> None:
+    from blocklab.execution.overhead import TARGET_RATIO
+
+    c = res.comparison
+    assert c is not None
     for line in ratio_lines(c.estimate, c.ci95_low, c.ci95_high, c.p_value):
         click.echo(line)
     click.echo(f"samples per instrumented run: {res.samples_per_run}")
     click.echo(f"target >= {TARGET_RATIO}: {res.verdict()}")
     if c.note:
         click.echo(f"note: {c.note}")
+
+
+def slice_lines(res: SliceResult) -> list[str]:
+    """The per-probe table of the slices design, then the probes outside the window."""
+    from blocklab.execution.overhead import TARGET_RATIO, verdict
+
+    lines = [f"{'probe':<10} {'tps on/off':>10}  {'95 % CI':<18} {'half-width':>10} {'blocks':>6}"]
+    for probe, c in res.ratios.items():
+        ci = "n/a"
+        half = "n/a"
+        if c.ci95_low is not None and c.ci95_high is not None:
+            ci = f"[{fmt_number(c.ci95_low, 4)}, {fmt_number(c.ci95_high, 4)}]"
+            half = f"{fmt_number((c.ci95_high - c.ci95_low) / 2 * 100, 2)} %"
+        est = "n/a" if c.estimate is None else fmt_number(c.estimate, 4)
+        lines.append(f"{probe:<10} {est:>10}  {ci:<18} {half:>10} {c.n_pairs:>6}")
+        lines.append(f"  target >= {TARGET_RATIO}: {verdict(c)}")
+    outside = ", ".join(f"{k} {fmt_number(v, 3)} s" for k, v in res.end_probe_s.items())
+    lines.append(f"outside the window (once per run, no tps cost): {outside}")
+    lines.append(f"longest switch delay: {fmt_number(res.max_switch_delay_s, 3)} s")
+    return lines
 
 
 def ratio_lines(

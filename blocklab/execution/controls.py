@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from blocklab import proc
 from blocklab.execution import placement, steady
 from blocklab.execution.placement import Placement
 from blocklab.experiment_file.design import ALIGNED_CHECKPOINT_TIMEOUT, RunDesign
@@ -144,33 +145,11 @@ def _unavailable(cpus: Sequence[int]) -> str | None:
     )
 
 
-def parent_map() -> dict[int, list[int]]:
-    """ppid -> child PIDs, from one pass over /proc (a process may end meanwhile)."""
-    kids: dict[int, list[int]] = {}
-    for entry in placement.PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        kids.setdefault(int(fields[1]), []).append(int(entry.name))
-    return kids
-
-
-def descendants(pid: int, kids: dict[int, list[int]]) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        found = kids.get(todo.pop(), [])
-        out.extend(found)
-        todo.extend(found)
-    return out
-
-
 @dataclass
 class CpuSampler:
-    """Samples, in a thread, the CPUs the server's processes and this process's children
-    (the driver) run on, from /proc (blocklab.execution.placement.CpuLog)."""
+    """Samples, in a thread, the CPUs the server's processes and this process's descendants
+    (the driver) run on, from /proc (blocklab.execution.placement.CpuLog). The two trees
+    are walked from their roots (blocklab.proc.tree_pids), /proc is not scanned."""
 
     server_pid: int
     log: placement.CpuLog = field(default_factory=placement.CpuLog)
@@ -189,9 +168,8 @@ class CpuSampler:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            kids = parent_map()
-            pids = [self.server_pid, *descendants(self.server_pid, kids)]
-            pids += [p for p in descendants(os.getpid(), kids) if p not in pids]
+            pids = proc.tree_pids(self.server_pid)  # walked, not a scan of /proc
+            pids += [p for p in proc.tree_pids(os.getpid())[1:] if p not in pids]
             try:
                 self.log.sample(pids)
             except (OSError, ValueError):

@@ -24,7 +24,8 @@ from __future__ import annotations
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from blocklab import proc
@@ -54,14 +55,18 @@ class OverheadResult:
     comparison: Comparison | None = None
 
     def verdict(self) -> str:
-        c = self.comparison
-        if c is None or c.ci95_low is None or c.ci95_high is None:
-            return "too few pairs for a CI"
-        if c.ci95_low >= TARGET_RATIO:
-            return f"target met: the whole CI is >= {TARGET_RATIO}"
-        if c.ci95_high < TARGET_RATIO:
-            return f"target missed: the whole CI is below {TARGET_RATIO}"
-        return f"inconclusive at this precision: the CI straddles {TARGET_RATIO}"
+        return verdict(self.comparison)
+
+
+def verdict(c: Comparison | None) -> str:
+    """Whether a ratio's CI meets TARGET_RATIO (the probes cost 1 % of tps or less)."""
+    if c is None or c.ci95_low is None or c.ci95_high is None:
+        return "too few pairs for a CI"
+    if c.ci95_low >= TARGET_RATIO:
+        return f"target met: the whole CI is >= {TARGET_RATIO}"
+    if c.ci95_high < TARGET_RATIO:
+        return f"target missed: the whole CI is below {TARGET_RATIO}"
+    return f"inconclusive at this precision: the CI straddles {TARGET_RATIO}"
 
 
 def pair_order(pair: int) -> tuple[str, str]:
@@ -79,6 +84,16 @@ def measure_overhead(
     interval_s: float = 1.0,
     log: Callable[[str], None] = print,
 ) -> OverheadResult:
+    with selftest_server(inst, paths, scale=scale, log=log) as cluster:
+        return _pairs(cluster, pairs, duration_s, clients, interval_s, log)
+
+
+@contextmanager
+def selftest_server(
+    inst: Installation, paths: Paths, *, scale: int, log: Callable[[str], None]
+) -> Iterator[Cluster]:
+    """A fresh server in the work directory with pgbench's tables at `scale`; stopped and
+    removed afterwards."""
     user = open_home(paths, log)  # a home made by `mktemp -d` (0700) gets o+x, as for `run`
     base = paths.work / f"selftest-overhead-{uuid.uuid4().hex[:8]}"
     cluster = Cluster(
@@ -95,7 +110,7 @@ def measure_overhead(
         cluster.start()
         log(f"server {inst.key} ({inst.version}) up; pgbench -i -s {scale}")
         _pgbench(cluster, ["-i", "-s", str(scale), "-q"])
-        return _pairs(cluster, pairs, duration_s, clients, interval_s, log)
+        yield cluster
     finally:
         cluster.stop()
         shutil.rmtree(base, ignore_errors=True)

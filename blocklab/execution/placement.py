@@ -30,7 +30,6 @@ from blocklab.errors import UserError
 
 ONLINE = Path("/sys/devices/system/cpu/online")
 PROC = Path("/proc")
-STAT_PROCESSOR_FIELD = 39  # "processor": the CPU number last executed on (proc(5))
 
 
 # -- pure parsing ---------------------------------------------------------------------
@@ -95,10 +94,11 @@ def parse_context_switches(status_text: str) -> int:
 
 
 def parse_last_cpu(stat_text: str) -> int:
-    """Field 39 of /proc/PID/stat (the CPU last run on). The command name (field 2) may
-    hold spaces and parentheses, so fields are counted after its closing parenthesis."""
-    after = stat_text.rsplit(")", 1)[1].split()
-    return int(after[STAT_PROCESSOR_FIELD - 3])  # fields 3.. follow the ")"
+    """Field 39 of /proc/PID/stat (the CPU last run on), by blocklab.proc.parse_pid_stat."""
+    last = proc.parse_pid_stat(stat_text).processor
+    if last is None:
+        raise ValueError("/proc/PID/stat has no field 39 (processor)")
+    return last
 
 
 # -- the decision ---------------------------------------------------------------------
@@ -243,12 +243,13 @@ def observe(pid: int, tid: int | None = None) -> Observed | None:
     base = PROC / str(pid) / "task" / str(pid if tid is None else tid)
     try:
         status = (base / "status").read_text()
-        stat = (base / "stat").read_text()
+        stat = proc.parse_pid_stat((base / "stat").read_text())
     except OSError:
         return None
-    name = stat.split("(", 1)[1].rsplit(")", 1)[0]
+    if stat.processor is None:
+        raise ValueError("/proc/PID/stat has no field 39 (processor)")
     allowed = tuple(parse_allowed_list(status))
-    return Observed(pid, name, allowed, parse_last_cpu(stat), parse_context_switches(status))
+    return Observed(pid, stat.comm, allowed, stat.processor, parse_context_switches(status))
 
 
 @dataclass

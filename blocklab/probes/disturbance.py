@@ -32,7 +32,8 @@ the kernel and may differ by a little (tests/probes/test_disturbance.py checks t
 per-task side against the processes' own clocks to 0.05 s, and that a burner's seconds
 reach the disturbance; on a busy machine it cannot calibrate the /proc/stat side); a
 process of the trees that exits and is reaped outside them (a daemonising grandchild,
-reparented to init) leaves its CPU in "other"; the /proc scan itself (milliseconds) lies
+reparented to init) leaves its CPU in "other"; the reading itself (the three trees are
+walked through /proc/<pid>/task/*/children, not a scan of /proc: milliseconds) lies
 inside the window. Values below 0 from rounding are clamped to 0.
 
 Devices: under each of the run's own loop devices (not a shared one) lies a backing device
@@ -115,7 +116,7 @@ def tree_pids(stats: PidStats, roots: Iterable[int]) -> set[int]:
 
 
 def account(stats: PidStats, cpu_ticks: Mapping[str, int], roots: Iterable[int]) -> CpuAccount:
-    """The account of one instant from a /proc scan and /proc/stat's cpu line (pure)."""
+    """The account of one instant from read_stats() and /proc/stat's cpu line (pure)."""
     known = tree_pids(stats, roots)
     kthreads = tree_pids(stats, [KTHREADD_PID])
     kernel_ticks = sum(cpu_ticks.get(f, 0) for f in KERNEL_FIELDS)
@@ -196,7 +197,7 @@ def read_account(
     backing: Mapping[str, Sequence[str]] | None = None,
 ) -> CpuAccount | None:
     """This instant's account: the server's tree and blocklab's own (this process's);
-    `stats`: a /proc scan already made (blocklab.probes.sampler.read_pid_stats);
+    `stats`: read_stats() already made (or a scan: blocklab.probes.sampler.read_pid_stats);
     `backing`: backing_devices() of the run's devices."""
     ticks = read_cpu()
     if ticks is None:
@@ -204,6 +205,14 @@ def read_account(
     backing = backing or {}
     names = {*backing, *(x for loops in backing.values() for x in loops)}
     devices = device_account(_read_bytes(names), backing)
-    scan = read_pid_stats() if stats is None else stats
+    scan = read_stats(server_pid) if stats is None else stats
     roots = [os.getpid()] + ([server_pid] if server_pid > 0 else [])
     return dataclasses.replace(account(scan, ticks, roots), devices=devices)
+
+
+def read_stats(server_pid: int) -> dict[int, tuple[int, float]]:
+    """What account() needs and no more: the server's tree, blocklab's own and the kernel
+    threads' (kthreadd's), walked from their roots (every other process is "other" by
+    subtraction from /proc/stat, so /proc is not scanned)."""
+    roots = [os.getpid(), KTHREADD_PID] + ([server_pid] if server_pid > 0 else [])
+    return read_pid_stats(roots)

@@ -15,7 +15,7 @@ import psycopg
 from blocklab.errors import RunError
 from blocklab.probes import ProbeContext, ProbeResult, derived, disturbance, space, stat_io, views
 from blocklab.probes import checkpoints as ckpt
-from blocklab.probes.sampler import Sampler, Snapshot, host_snapshot, read_pid_stats, tree_cpu_s
+from blocklab.probes.sampler import Sampler, Snapshot, host_snapshot, tree_cpu_s
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 STATEMENT_TIMEOUT_MS = 5000
@@ -47,14 +47,23 @@ class Instrumentation:
     # -- public -----------------------------------------------------------------------
     def begin(self) -> None:
         """Connect, detect the columns, snapshot every counter, start the 1 Hz sampler."""
+        self.prepare()
+        self._sampler = Sampler(self._snapshot, self.ctx.interval_s)
+        self._sampler.start()
+
+    def prepare(self) -> None:
+        """begin() without the sampler: connected, columns detected, first snapshot taken."""
         self._conn = self._connect()
         try:
             self._prepare(self._conn)
         except psycopg.Error as e:
             self.close()
             raise RunError(f"probes: could not prepare the sampler: {e}") from e
-        self._sampler = Sampler(self._snapshot, self.ctx.interval_s)
-        self._sampler.start()
+
+    def sample(self) -> Snapshot:
+        """One of the sampler's snapshots (after prepare(); for the overhead self-test,
+        which switches the sampler on and off: blocklab.execution.overhead_slices)."""
+        return self._snapshot()
 
     def _prepare(self, conn: psycopg.Connection[Any]) -> None:
         rows = conn.execute(views.COLUMNS_SQL, [list(views.VIEWS)]).fetchall()
@@ -87,6 +96,25 @@ class Instrumentation:
         finally:
             self.close()
         return self._result(samples, after, space_rows, space_missing, transactions, duration_s)
+
+    def end_probe_seconds(self) -> dict[str, float]:
+        """The seconds each probe of begin() and end() (outside the window the workload
+        runs in) takes once, for the overhead self-test: the pg_stat_io query, the CPU
+        and device account of the process trees, the space pass (when ctx asks for it)."""
+        assert self._conn is not None
+        timed = {
+            "pg_stat_io": lambda: self._query_stat_io([]),
+            "cpu_account": lambda: disturbance.read_account(
+                self.ctx.server_pid, None, self._backing
+            ),
+            "space_pass": self._space,
+        }
+        out = {}
+        for name, probe in timed.items():
+            started = time.perf_counter()
+            probe()
+            out[name] = time.perf_counter() - started
+        return out
 
     def close(self) -> None:
         if self._sampler is not None:
@@ -133,7 +161,7 @@ class Instrumentation:
         pg, errors = self._query_counters()
         snap = host_snapshot(pg, [d.name for d in self.ctx.devices], errors)
         if with_server_cpu:
-            stats = read_pid_stats()
+            stats = disturbance.read_stats(self.ctx.server_pid)
             snap.server_cpu_s = tree_cpu_s(stats, self.ctx.server_pid)
             snap.cpu_account = disturbance.read_account(self.ctx.server_pid, stats, self._backing)
             snap.io = self._query_stat_io(snap.errors)

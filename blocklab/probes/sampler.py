@@ -3,8 +3,10 @@
 A snapshot is one instant: the PostgreSQL counters (one query over one persistent
 connection), /sys/class/block/<dev>/stat per device (sectors of 512 bytes, whatever the
 device's logical block size), the host CPU line of /proc/stat and /proc/meminfo. The
-PostgreSQL process tree's CPU time (/proc/<pid>/stat) is read at begin and end only.
-Parsers are pure; readers do the file I/O.
+PostgreSQL process tree's CPU time (/proc/<pid>/stat, blocklab.proc.parse_pid_stat) is read
+at begin and end only, from the processes of the trees asked for (walked through
+/proc/<pid>/task/*/children), never from a scan of every entry of /proc. Parsers are pure;
+readers do the file I/O.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from blocklab import proc
 from blocklab.errors import StorageError
 from blocklab.storage.devices import parse_stat, stat_path
 
@@ -87,15 +90,6 @@ def parse_meminfo(text: str) -> dict[str, int]:
     return out
 
 
-def parse_pid_stat(text: str) -> tuple[int, float]:
-    """(ppid, own + reaped children's CPU seconds) from /proc/<pid>/stat."""
-    fields = text.rsplit(")", 1)[1].split()
-    # fields[0] is state (field 3); utime=14, stime=15, cutime=16, cstime=17 (1-based)
-    ppid = int(fields[1])
-    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))
-    return ppid, ticks / CLK_TCK
-
-
 def tree_cpu_s(stats: Mapping[int, tuple[int, float]], root: int) -> float | None:
     """CPU seconds of `root` and its direct children (pure). Children that already exited
     are in root's cutime/cstime once reaped; live ones (and zombies) are counted here."""
@@ -128,22 +122,29 @@ def read_mem() -> dict[str, int] | None:
         return None
 
 
-def read_pid_stats() -> dict[int, tuple[int, float]]:
-    """pid -> parse_pid_stat of every process in /proc (one that ends while the scan
-    runs is left out)."""
+def pid_cpu(stat: proc.PidStat) -> tuple[int, float]:
+    """(ppid, own + reaped children's CPU seconds) of one process (pure)."""
+    return stat.ppid, stat.cpu_ticks / CLK_TCK
+
+
+def read_pid_stats(roots: Iterable[int] | None = None) -> dict[int, tuple[int, float]]:
+    """pid -> pid_cpu of the processes in the trees under `roots` (each root and all its
+    descendants, walked), or of every process in /proc when `roots` is None (a scan: for
+    tests; a process that ends meanwhile is left out)."""
+    if roots is None:
+        return {pid: pid_cpu(st) for pid, st in proc.scan_pid_stats().items()}
     stats: dict[int, tuple[int, float]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stats[int(entry.name)] = parse_pid_stat((entry / "stat").read_text())
-        except (OSError, ValueError, IndexError):
-            continue
+    for root in roots:
+        for pid in proc.tree_pids(root):
+            st = None if pid in stats else proc.read_pid_stat(pid)
+            if st is not None:
+                stats[pid] = pid_cpu(st)
     return stats
 
 
 def read_server_cpu_s(postmaster_pid: int) -> float | None:
-    return tree_cpu_s(read_pid_stats(), postmaster_pid)
+    """The server's CPU seconds (tree_cpu_s) from its own process tree."""
+    return tree_cpu_s(read_pid_stats([postmaster_pid]), postmaster_pid)
 
 
 def host_snapshot(

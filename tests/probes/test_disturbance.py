@@ -15,7 +15,7 @@ import pytest
 
 from blocklab import proc
 from blocklab.probes import disturbance as d
-from blocklab.probes.sampler import CLK_TCK, parse_pid_stat, read_pid_stats
+from blocklab.probes.sampler import CLK_TCK, pid_cpu
 
 SERVER, BACKEND, OWN, DRIVER, KTHREADD, KWORKER, OTHER = 100, 101, 200, 201, 2, 3, 500
 
@@ -153,7 +153,7 @@ def _wait_for(path: Path, timeout_s: float) -> None:
 
 
 def _cpu_s(pid: int) -> float:
-    return parse_pid_stat(Path(f"/proc/{pid}/stat").read_text())[1]
+    return pid_cpu(proc.parse_pid_stat(Path(f"/proc/{pid}/stat").read_text()))[1]
 
 
 def test_a_burner_beside_the_server_is_seen_and_the_server_s_children_are_not(
@@ -169,17 +169,18 @@ def test_a_burner_beside_the_server_is_seen_and_the_server_s_children_are_not(
         burner = _detached(BURNER)
         _wait_for(tmp_path / "ready", 30)
         assert int((tmp_path / "ready").read_text()) == server
-        scan = read_pid_stats()
+        scan = d.read_stats(server)
+        assert burner not in scan  # walked from the roots, not a scan of /proc
         assert server in d.tree_pids(scan, [server]) and burner not in d.tree_pids(
             scan, [os.getpid(), server]
         )
         burner0, t0 = _cpu_s(burner), time.monotonic()
-        scan0 = read_pid_stats()
+        scan0 = d.read_stats(server)
         before = d.read_account(server, stats=scan0)
         (tmp_path / "go").write_text("")
         _wait_for(tmp_path / "done", 60)
         time.sleep(max(0.0, MIN_WINDOW_S - (time.monotonic() - t0)))
-        scan1 = read_pid_stats()
+        scan1 = d.read_stats(server)
         after = d.read_account(server, stats=scan1)
         burned = _cpu_s(burner) - burner0
     finally:

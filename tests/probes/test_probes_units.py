@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from blocklab import proc
 from blocklab.analysis.metrics import metric_info
 from blocklab.probes import Device, derived, views
 from blocklab.probes.provenance import parse_pg_config
@@ -14,8 +15,8 @@ from blocklab.probes.sampler import (
     Snapshot,
     parse_block_stat,
     parse_meminfo,
-    parse_pid_stat,
     parse_proc_stat_cpu,
+    pid_cpu,
     tree_cpu_s,
 )
 
@@ -137,7 +138,7 @@ def test_proc_parsers() -> None:
     mem = parse_meminfo("MemTotal:        2000 kB\nMemAvailable:     500 kB\nHugePages_Total: 0\n")
     assert mem == {"MemTotal": 2048000, "MemAvailable": 512000, "HugePages_Total": 0}
     stat = "42 (postgres: x) S 7 42 42 0 -1 4194560 1 0 0 0 300 100 50 25 20 0 1 0 5 0 0"
-    ppid, cpu_s = parse_pid_stat(stat)
+    ppid, cpu_s = pid_cpu(proc.parse_pid_stat(stat))
     assert ppid == 7 and cpu_s == pytest.approx((300 + 100 + 50 + 25) / CLK_TCK)
     assert tree_cpu_s({1: (0, 2.0), 2: (1, 0.5), 3: (1, 0.25), 4: (2, 9.0)}, 1) == 2.75
     assert tree_cpu_s({}, 1) is None
@@ -388,3 +389,41 @@ def test_without_fpi_bytes_or_ios_the_metrics_are_none_not_zero() -> None:
     assert m["wal_fpi_bytes_per_xact"] is None and m["fpi_bytes_share_of_wal"] is None
     assert m["device_data_read_bytes_per_request"] is None  # no requests: no size
     assert not any(k.startswith("io_") for k in m)  # no pg_stat_io snapshot
+
+
+def test_a_sample_is_one_round_trip_and_reads_no_process() -> None:
+    """The 1 Hz sampler's snapshot, on the workload's hot path: one statement over the
+    probes' connection; the server's CPU, pg_stat_io and the CPU account wait for the
+    begin and end snapshots."""
+    import os
+    from pathlib import Path
+    from typing import Any
+
+    from blocklab.probes import Instrumentation, ProbeContext
+
+    sent: list[str] = []
+
+    class _Conn:
+        def execute(self, sql: str, params: Any = None, prepare: Any = None) -> Any:
+            sent.append(sql)
+            return self
+
+        def fetchone(self) -> None:
+            return None
+
+    ctx = ProbeContext(
+        conninfo="",
+        data_dir=Path("/"),
+        server_log=Path("/nonexistent"),
+        devices=[],
+        block_size_bytes=8192,
+        wal_block_size_bytes=8192,
+        server_pid=os.getpid(),
+        server_version_num=180000,
+    )
+    probes = Instrumentation(ctx)
+    plan = views.plan_counters(PG18, block_size_bytes=8192)
+    probes._conn, probes._plan, probes._sql = _Conn(), plan, plan.sql()  # type: ignore[assignment]
+    snap = probes.sample()
+    assert sent == [plan.sql()]
+    assert snap.server_cpu_s is None and snap.io is None and snap.cpu_account is None

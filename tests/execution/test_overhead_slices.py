@@ -1,0 +1,98 @@
+"""`blocklab selftest overhead --design slices` (blocklab.execution.overhead_slices): the
+switching thread follows pgbench's progress lines (a stand-in writer here), the CLI's
+bad input exits 2 before anything starts, and the per-probe table's lines."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from blocklab.analysis.slices import probe_ratios, schedule
+from blocklab.cli import main
+from blocklab.execution import overhead_slices as os_
+from blocklab.execution.overhead_slices import SliceResult
+
+
+class _Recorder:
+    def __init__(self, name: str, events: list[tuple[int, str, str]], clock: list[int]):
+        self.name, self.events, self.clock = name, events, clock
+
+    def on(self) -> None:
+        self.events.append((self.clock[0], self.name, "on"))
+
+    def off(self) -> None:
+        self.events.append((self.clock[0], self.name, "off"))
+
+
+def test_the_probes_are_switched_at_the_slices_bounds(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A writer prints one progress line every 30 ms: each switch must happen at the
+    second the plan says (the lead-in, then `slice_s` seconds per slice), each probe on
+    exactly while its slices are on."""
+    monkeypatch.setattr(os_, "POLL_S", 0.002)
+    plan = schedule(["sampler", "cpu_log"], 2)
+    slice_s, path = 2, tmp_path / "pgbench.err"
+    total = os_.LEAD_IN_S + len(plan) * slice_s
+    clock, events, done = [0], [], threading.Event()
+    switches = {p: _Recorder(p, events, clock) for p in ("sampler", "cpu_log")}
+
+    def write() -> None:
+        with open(path, "w") as f:
+            for k in range(1, total + 1):
+                time.sleep(0.03)
+                clock[0] = k
+                f.write(f"progress: {k}.0 s, 4000.0 tps, lat 0.5 ms stddev 0.1, 0 failed\n")
+                f.flush()
+                time.sleep(0.03)
+        time.sleep(0.05)
+        done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    delay = os_._switch_along(
+        lambda: 0 if done.is_set() else None,
+        path,
+        plan,
+        switches,
+        slice_s,  # type: ignore[arg-type]
+    )
+    writer.join()
+    want: list[tuple[int, str, str]] = []
+    state = None
+    for i, s in enumerate(plan):
+        at = os_.LEAD_IN_S + i * slice_s
+        wanted = s.probe if s.on else None
+        if wanted != state:
+            want += [(at, state, "off")] if state else []
+            want += [(at, wanted, "on")] if wanted else []
+            state = wanted
+    want += [(total, state, "off")] if state else []  # the plan's end: all off
+    assert events == want
+    assert 0.0 <= delay < 1.0
+
+
+def test_bad_flags_exit_2_before_anything_starts() -> None:
+    assert main(["selftest", "overhead", "--probe", "nope"]) == 2
+    assert main(["selftest", "overhead", "--blocks", "1"]) == 2
+    assert main(["selftest", "overhead", "--design", "abab"]) == 2
+    assert main(["selftest", "overhead", "--slice", "0"]) == 2
+
+
+def test_the_per_probe_table() -> None:
+    from blocklab.commands.selftest import slice_lines
+
+    plan = schedule(["sampler", "cpu_log"], 3)
+    noise = np.random.default_rng(3).normal(0.0, 4.0, len(plan))
+    tps = [
+        4000.0 + i + noise[i] - (80.0 if s.on and s.probe == "sampler" else 0.0)
+        for i, s in enumerate(plan)
+    ]
+    res = SliceResult(plan, list(tps), probe_ratios(plan, list(tps)), {"pg_stat_io": 0.002})
+    lines = slice_lines(res)
+    assert lines[0].split()[:2] == ["probe", "tps"]
+    assert lines[1].startswith("cpu_log") and lines[3].startswith("sampler")
+    assert abs(float(lines[3].split()[1]) - 0.98) < 0.005 and lines[3].split()[-1] == "3"
+    assert "target missed" in lines[4]
+    assert lines[-2] == "outside the window (once per run, no tps cost): pg_stat_io 0.002 s"
