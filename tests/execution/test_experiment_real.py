@@ -30,7 +30,7 @@ settings_policy = "bytes"
 [matrix]
 postgres = "18"
 block_size = [4, 8]
-wal_block_size = [4, 8]
+wal_block_size = 8
 scale = 1
 workload = "simple-update"
 clients = 2
@@ -38,14 +38,6 @@ duration = 3
 
 [matrix.settings]
 bgwriter_lru_maxpages = 100
-
-[[exclude]]
-block_size = 4
-wal_block_size = 8
-
-[[exclude]]
-block_size = 8
-wal_block_size = 4
 """
 
 

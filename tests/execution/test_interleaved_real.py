@@ -39,21 +39,13 @@ checkpoint = "aligned"
 [matrix]
 postgres = "18"
 block_size = [4, 8]
-wal_block_size = [4, 8]
+wal_block_size = 8
 storage = { kind = "dir" }
 scale = 1
 workload = "simple-update"
 clients = 2
 duration = 4
 warmup = 1
-
-[[exclude]]
-block_size = 4
-wal_block_size = 8
-
-[[exclude]]
-block_size = 8
-wal_block_size = 4
 """
 READY = re.compile(r"^\d+\.\d+ \[(\d+)\] LOG:\s+database system is ready to accept connections")
 

@@ -103,17 +103,11 @@ settings_policy = "bytes"
 rounds = 1
 [matrix]
 block_size = [4, 8]
-wal_block_size = [4, 8]
+wal_block_size = 8
 duration = 5
 [matrix.settings]
 io_combine_limit = 128
 transaction_buffers = 64
-[[exclude]]
-block_size = 4
-wal_block_size = 8
-[[exclude]]
-block_size = 8
-wal_block_size = 4
 """
 
 

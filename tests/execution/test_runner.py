@@ -294,8 +294,8 @@ def test_instrumentation_seam(paths: Paths) -> None:
 @pytest.mark.parametrize("fixture", ["pg18_4k", "pg18_8k"])
 def test_pg18_builds(fixture: str, request: pytest.FixtureRequest, paths: Paths) -> None:
     inst: Installation = request.getfixturevalue(fixture)
-    kb = inst.block_size_bytes // 1024
-    build = BuildRequest(pg="18", block_size_kb=kb, wal_block_size_kb=kb)
+    kb, wal_kb = inst.block_size_bytes // 1024, inst.wal_block_size_bytes // 1024
+    build = BuildRequest(pg="18", block_size_kb=kb, wal_block_size_kb=wal_kb)
     state = State(paths.home / f"state-{uuid.uuid4().hex[:6]}.json")
     raw = paths.home / "pg18" / uuid.uuid4().hex[:6]
     with Lab(

@@ -111,7 +111,7 @@ def _runs(env: dict[str, str], experiment: str) -> list[Any]:
 
 
 def test_two_hosts_end_to_end(
-    agents: Agents, fleet_db: dict[str, str], tmp_path: Path, pg18_demo_4k: Any, pg18_8k: Any
+    agents: Agents, fleet_db: dict[str, str], tmp_path: Path, pg18_4k: Any, pg18_8k: Any
 ) -> None:
     spec = tmp_path / "fleet2.toml"
     spec.write_text(_toml("fleet2"))
@@ -165,7 +165,7 @@ beta = { clients = 2 }
 
 
 def test_fleet_hosts_table_assigns_variants_to_hosts(
-    agents: Agents, fleet_db: dict[str, str], tmp_path: Path, pg18_demo_4k: Any, pg18_8k: Any
+    agents: Agents, fleet_db: dict[str, str], tmp_path: Path, pg18_4k: Any, pg18_8k: Any
 ) -> None:
     """[fleet.hosts] in the file: each host runs its selection and the references, no
     --hosts needed; a pair never spans hosts."""
@@ -204,7 +204,7 @@ def test_fleet_hosts_table_assigns_variants_to_hosts(
 
 
 def test_agent_sigkilled_mid_job_ends_with_exactly_the_planned_runs(
-    agents: Agents, fleet_db: dict[str, str], tmp_path: Path, pg18_demo_4k: Any, pg18_8k: Any
+    agents: Agents, fleet_db: dict[str, str], tmp_path: Path, pg18_4k: Any, pg18_8k: Any
 ) -> None:
     spec = tmp_path / "killed.toml"
     spec.write_text(_toml("killed", rounds=2, duration_s=3))
@@ -230,7 +230,7 @@ def test_agent_sigkilled_mid_job_ends_with_exactly_the_planned_runs(
 
 
 def test_a_job_failing_twice_is_failed_with_its_reason_and_the_rest_goes_on(
-    agents: Agents, fleet_db: dict[str, str], tmp_path: Path, pg18_demo_4k: Any, pg18_8k: Any
+    agents: Agents, fleet_db: dict[str, str], tmp_path: Path, pg18_4k: Any, pg18_8k: Any
 ) -> None:
     for name in ("broken", "fine"):
         (tmp_path / f"{name}.toml").write_text(_toml(name, rounds=1))

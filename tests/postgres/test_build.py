@@ -22,7 +22,7 @@ from blocklab.postgres.installation import MANIFEST_NAME, Installation
 
 pytestmark = pytest.mark.build
 
-REQ_4K = BuildRequest(pg="18", block_size_kb=4, wal_block_size_kb=4)
+REQ_4K = BuildRequest(pg="18", block_size_kb=4, wal_block_size_kb=8)  # pg18_4k's
 
 
 def _controldata_of_fresh_cluster(inst: Installation, paths: Paths) -> dict[str, str]:
@@ -41,23 +41,34 @@ def _controldata_of_fresh_cluster(inst: Installation, paths: Paths) -> dict[str,
     return throwaway.parse_controldata(out)
 
 
-def test_pg18_4k_build_has_4k_pages_and_wal_blocks(pg18_4k: Installation, paths: Paths) -> None:
-    assert pg18_4k.major == 18
-    control = _controldata_of_fresh_cluster(pg18_4k, paths)
-    assert control["Database block size"] == "4096"
-    assert control["WAL block size"] == "4096"
-    manifest = json.loads((pg18_4k.prefix / MANIFEST_NAME).read_text())
+# Page size and WAL block size one at a time, each against the other's default: a build
+# that swapped or ignored one of them fails here.
+@pytest.mark.parametrize(
+    ("fixture", "page_bytes", "wal_bytes"), [("pg18_4k", 4096, 8192), ("pg18_wal4k", 8192, 4096)]
+)
+def test_a_build_has_the_pages_and_wal_blocks_it_was_asked_for(
+    fixture: str, page_bytes: int, wal_bytes: int, request: pytest.FixtureRequest, paths: Paths
+) -> None:
+    inst: Installation = request.getfixturevalue(fixture)
+    assert inst.major == 18
+    control = _controldata_of_fresh_cluster(inst, paths)
+    assert control["Database block size"] == str(page_bytes)
+    assert control["WAL block size"] == str(wal_bytes)
+    manifest = json.loads((inst.prefix / MANIFEST_NAME).read_text())
     for key in ("key", "version", "source", "patches", "configure", "compiler", "created_at"):
         assert manifest[key] not in (None, ""), key
-    assert manifest["verification"]["database_block_size"] == 4096
-    assert manifest["verification"]["server_block_size_wal_block_size"] == "4096|4096"
-    assert "--with-blocksize=4" in manifest["configure"]
+    assert manifest["verification"]["database_block_size"] == page_bytes
+    assert manifest["verification"]["server_block_size_wal_block_size"] == (
+        f"{page_bytes}|{wal_bytes}"
+    )
+    assert f"--with-blocksize={page_bytes // 1024}" in manifest["configure"]
+    assert f"--with-wal-blocksize={wal_bytes // 1024}" in manifest["configure"]
     assert manifest["size_bytes"] > 10 * 1024**2
     for tool in build.TOOLS:
-        assert pg18_4k.bin(tool).is_file(), tool
-    pkglib = Path(proc.run([pg18_4k.bin("pg_config"), "--pkglibdir"]).stdout.strip())
-    share = Path(proc.run([pg18_4k.bin("pg_config"), "--sharedir"]).stdout.strip())
-    assert pkglib.is_relative_to(pg18_4k.prefix) and share.is_relative_to(pg18_4k.prefix)
+        assert inst.bin(tool).is_file(), tool
+    pkglib = Path(proc.run([inst.bin("pg_config"), "--pkglibdir"]).stdout.strip())
+    share = Path(proc.run([inst.bin("pg_config"), "--sharedir"]).stdout.strip())
+    assert pkglib.is_relative_to(inst.prefix) and share.is_relative_to(inst.prefix)
     for ext in build.CONTRIB:
         assert (pkglib / f"{ext}.so").is_file(), ext
         assert list((share / "extension").glob(f"{ext}--*.sql")), ext
@@ -96,10 +107,10 @@ def test_patch_and_geometry_change_the_key(paths: Paths, tmp_path: Path) -> None
     with_p2 = build.build_key(REQ_4K.model_copy(update={"patches": (str(p2),)}), paths)
     both = build.build_key(REQ_4K.model_copy(update={"patches": (str(p1), str(p2))}), paths)
     swapped = build.build_key(REQ_4K.model_copy(update={"patches": (str(p2), str(p1))}), paths)
-    wal8 = build.build_key(REQ_4K.model_copy(update={"wal_block_size_kb": 8}), paths)
+    wal4 = build.build_key(REQ_4K.model_copy(update={"wal_block_size_kb": 4}), paths)
     seg2 = build.build_key(REQ_4K.model_copy(update={"segsize_gb": 2}), paths)
     conf = build.build_key(REQ_4K.model_copy(update={"configure_args": ("--with-lz4",)}), paths)
-    keys = [plain, with_p1, with_p2, both, swapped, wal8, seg2, conf]
+    keys = [plain, with_p1, with_p2, both, swapped, wal4, seg2, conf]
     assert len(set(keys)) == len(keys), keys
 
 
@@ -307,7 +318,7 @@ def test_build_command_prints_prefix_and_key_from_the_cache(
 ) -> None:
     from blocklab.cli import main
 
-    assert main(["build", "--pg", "18", "--block-size", "4", "--wal-block-size", "4"]) == 0
+    assert main(["build", "--pg", "18", "--block-size", "4", "--wal-block-size", "8"]) == 0
     captured = capsys.readouterr()
     assert f"prefix  {pg18_4k.prefix}" in captured.out
     assert f"key     {pg18_4k.key}" in captured.out

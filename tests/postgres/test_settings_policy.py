@@ -317,26 +317,28 @@ def test_a_4k_reference_converted_to_8k_halves_page_counts_in_pg_settings(
 
 
 @pytest.mark.build
-def test_bytes_policy_gives_equal_bytes_in_pg_settings(paths, pg18_4k, pg18_8k) -> None:  # type: ignore[no-untyped-def]
+def test_bytes_policy_gives_equal_bytes_in_pg_settings(paths, pg18_4k, pg18_8k, pg18_wal4k) -> None:  # type: ignore[no-untyped-def]
+    """4 kB pages and (another build) 4 kB WAL blocks against the 8/8 reference."""
     given = {"bgwriter_lru_maxpages": "100", "temp_buffers": "2048", "shared_buffers": "128MB"}
     given |= {"io_combine_limit": "16", "notify_buffers": "32"}
-    cats = {i.block_size_bytes: settings_catalogue.load(i, paths) for i in (pg18_4k, pg18_8k)}
-    names = [*(n for n in cats[8192].page_settings() if n != "max_notify_queue_pages")]
+    builds = (pg18_4k, pg18_8k, pg18_wal4k)
+    cats = {i.key: settings_catalogue.load(i, paths) for i in builds}
+    ref = cats[pg18_8k.key]
+    names = [*(n for n in ref.page_settings() if n != "max_notify_queue_pages")]
     seen: dict[str, list[dict[str, int]]] = {"bytes": [], "native": []}
     for policy in ("bytes", "native"):
-        for inst in (pg18_4k, pg18_8k):
-            conf = sp.convert(
-                given, policy, catalogue=cats[inst.block_size_bytes], reference=cats[8192]
-            ).settings
+        for inst in builds:
+            conf = sp.convert(given, policy, catalogue=cats[inst.key], reference=ref).settings
             rows = _readback(paths, inst, conf)
             seen[policy].append(
                 {n: _volume(n, rows[n], inst.block_size_bytes) for n in [*names, "wal_buffers"]}
             )
-    four, eight = seen["bytes"]
+    four, eight, wal4 = seen["bytes"]
     assert four == eight, {n: (four[n], eight[n]) for n in four if four[n] != eight[n]}
+    assert wal4 == eight, {n: (wal4[n], eight[n]) for n in wal4 if wal4[n] != eight[n]}
     assert eight["wal_buffers"] == 4 * 1024 * KB and eight["bgwriter_lru_maxpages"] == 800 * KB
     assert four["io_combine_limit"] == 128 * KB
-    n4, n8 = seen["native"]  # the contrast: same numbers, different bytes
+    n4, n8, _ = seen["native"]  # the contrast: same numbers, different bytes
     assert n4["bgwriter_lru_maxpages"] * 2 == n8["bgwriter_lru_maxpages"]
     assert n4["checkpoint_flush_after"] * 2 == n8["checkpoint_flush_after"]
     assert n4["io_combine_limit"] * 2 == n8["io_combine_limit"]

@@ -48,7 +48,7 @@ def make_cluster(paths: Paths, inst: Installation, settings: dict[str, str]) -> 
     return c
 
 
-@pytest.fixture(params=["pg15", "pg18_4k"])
+@pytest.fixture(params=["pg15", "pg18_4k", "pg18_wal4k"])
 def server(request: pytest.FixtureRequest, paths: Paths) -> Iterator[Cluster]:
     inst: Installation = request.getfixturevalue(
         "pg15_system" if request.param == "pg15" else request.param

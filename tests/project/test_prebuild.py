@@ -3,8 +3,10 @@ it ends what it started, by the PID it started, when the session ends early."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
+import tomllib
 from pathlib import Path
 
 import prebuild
@@ -17,7 +19,28 @@ def test_every_geometry_is_one_blocklab_build_and_a_failure_does_not_stop_the_re
     assert lines[1].endswith("blocklab.cli build --pg 18 --block-size 8 --wal-block-size 8 || true")
     assert lines[2].endswith("blocklab.cli build --pg 18 --block-size 2 --wal-block-size 8 || true")
     assert lines[3].endswith("--block-size 8 --wal-block-size 8 --layout-seed 1 || true")
-    assert len(set(prebuild.PREBUILT)) == len(prebuild.PREBUILT) == 7  # six geometries, a layout
+    assert len(set(prebuild.PREBUILT)) == len(prebuild.PREBUILT) == 6  # five geometries, a layout
+
+
+FIXTURES = {(8, 8), (4, 8), (8, 4)}  # tests/conftest.py: pg18_8k, pg18_4k, pg18_wal4k
+SIZES = ("block_size", "wal_block_size")
+
+
+def _geometries(example: Path) -> set[tuple[int, ...]]:
+    matrix = tomllib.loads(example.read_text())["matrix"]
+    pages, wal = (matrix[k] if isinstance(matrix[k], list) else [matrix[k]] for k in SIZES)
+    return set(itertools.product(pages, wal))
+
+
+def test_the_session_builds_only_what_the_examples_run_end_to_end_ask_for() -> None:
+    """Each build is minutes of both cores on CI's empty cache: the build fixtures take
+    geometries that an example run end to end needs anyway, and the only other build is
+    the layout variant of tests/postgres/test_link_order.py."""
+    from test_examples import RUN_END_TO_END
+
+    examples = set().union(*(_geometries(p) for p in RUN_END_TO_END))
+    assert FIXTURES <= examples
+    assert set(prebuild.PREBUILT) == examples | {(8, 8, 1)}
 
 
 def test_what_is_still_building_at_the_end_is_ended(

@@ -53,7 +53,7 @@ def _make_dump_module() -> ModuleType:
 
 
 def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyped-def]
-    paths: Paths, pg18_8k, pg18_demo_4k, tmp_path: Path
+    paths: Paths, pg18_8k, pg18_4k, tmp_path: Path
 ) -> None:
     exp_dir = paths.home / "own-db"
     exp_dir.mkdir(parents=True)
