@@ -6,7 +6,8 @@
 Writes a temporary results database through ResultsDB (tests/report_fixture.py, made-up
 numbers), generates the site and prints the time and the page weight. With --incremental,
 then records one more run and updates the site (only the pages that changed), and checks
-the update against a full rebuild. Removes it all.
+the update against a full rebuild. Removes it all. Last, each figure against its goal
+(issue 33, for a fleet of 10,000 runs: `--runs 10000 --incremental`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from report_fixture import add_synthetic_run, write_synthetic_results  # noqa: E402
 
 from blocklab.report import build_site  # noqa: E402
+
+# (figure, unit, goal) at fleet scale (10,000 runs): at or under its goal, a figure meets it
+GOALS = (
+    ("full build", "s", 10.0),
+    ("one more run", "s", 1.0),
+    ("largest page", "MB", 1.0),
+    ("site total", "MB", 100.0),
+)
 
 # 5 page sizes x 4 fs block sizes x 2 WAL block sizes = 40 variants.
 MATRIX = {
@@ -84,14 +93,33 @@ def main() -> None:
         print(f"assets (plotly.min.js, css, js; loaded once): {assets / 1e6:.2f} MB")
         print(f"CSV downloads: {csv_bytes / 1e6:.1f} MB")
         print(f"site total: {r.total_bytes / 1e6:.1f} MB")
+        figures = {
+            "full build": t2 - t1,
+            "largest page": r.largest_page_bytes / 1e6,
+            "site total": r.total_bytes / 1e6,
+        }
         if args.incremental:
-            incremental(tmp, args.seconds)
+            figures["one more run"] = incremental(tmp, args.seconds)
+        print_goals(figures, r.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def incremental(tmp: Path, seconds: int) -> None:
-    """One more run, then the update; then a full rebuild of the same data to compare."""
+def print_goals(figures: dict[str, float], runs: int) -> None:
+    """Each figure measured against its goal (the goals are for 10,000 runs)."""
+    print(f"against the goals for 10,000 runs (this site: {runs} runs):")
+    for name, unit, goal in GOALS:
+        if name not in figures:
+            print(f"  {name:<13} not measured (--incremental)")
+            continue
+        value = figures[name]
+        verdict = "meets" if value <= goal else "MISSES"
+        print(f"  {name:<13} {value:8.2f} {unit:<2} goal <= {goal:g} {unit}: {verdict}")
+
+
+def incremental(tmp: Path, seconds: int) -> float:
+    """One more run, then the update; then a full rebuild of the same data to compare.
+    Returns the update's seconds."""
     run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds)
     t0 = time.monotonic()
     r = build_site(tmp / "results", tmp / "site")
@@ -104,6 +132,7 @@ def incremental(tmp: Path, seconds: int) -> None:
     print(f"full rebuild of the same data: {full.elapsed_s:.1f} s")
     same = filecmp.dircmp(tmp / "site", tmp / "full")
     print(f"update identical to the full rebuild: {_identical(same)}")
+    return t1 - t0
 
 
 def _identical(d: filecmp.dircmp[str]) -> bool:
