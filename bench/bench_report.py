@@ -76,7 +76,8 @@ def main() -> None:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
         t2, c2 = time.monotonic(), time.process_time()
         assets = sum(p.stat().st_size for p in (tmp / "site" / "assets").iterdir())
-        csv_bytes = sum(p.stat().st_size for p in (tmp / "site").rglob("*.csv"))
+        csvs = [*(tmp / "site").rglob("*.csv"), *(tmp / "site").rglob("*.csv.gz")]
+        csv_bytes = sum(p.stat().st_size for p in csvs)
         print(
             f"runs: {r.runs} ({args.experiments} experiment(s) x {variants} variants x "
             f"{rounds} rounds), {args.seconds} s series"
@@ -91,7 +92,7 @@ def main() -> None:
             big = max(p.stat().st_size for p in shards)
             print(f"grid data scripts: {len(shards)}, largest {big / 1e3:.0f} kB")
         print(f"assets (plotly.min.js, css, js; loaded once): {assets / 1e6:.2f} MB")
-        print(f"CSV downloads: {csv_bytes / 1e6:.1f} MB")
+        print(f"CSV downloads (.csv, .csv.gz): {csv_bytes / 1e6:.1f} MB")
         print(f"site total: {r.total_bytes / 1e6:.1f} MB")
         figures = {
             "full build": t2 - t1,
