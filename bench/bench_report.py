@@ -6,7 +6,8 @@
 Writes a temporary results database through ResultsDB (tests/report_fixture.py, made-up
 numbers), generates the site and prints the time and the page weight. With --incremental,
 then records one more run and updates the site (only the pages that changed), and checks
-the update against a full rebuild. Removes it all.
+the update against a full rebuild. Removes it all. Last, each figure against its goal
+(issue 33, for a fleet of 10,000 runs: `--runs 10000 --incremental`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from report_fixture import add_synthetic_run, write_synthetic_results  # noqa: E402
 
 from blocklab.report import build_site  # noqa: E402
+
+# (figure, unit, goal) at fleet scale (10,000 runs): at or under its goal, a figure meets it
+GOALS = (
+    ("full build", "s", 10.0),
+    ("one more run", "s", 1.0),
+    ("largest page", "MB", 1.0),
+    ("site total", "MB", 100.0),
+)
 
 # 5 page sizes x 4 fs block sizes x 2 WAL block sizes = 40 variants.
 MATRIX = {
@@ -67,7 +76,8 @@ def main() -> None:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
         t2, c2 = time.monotonic(), time.process_time()
         assets = sum(p.stat().st_size for p in (tmp / "site" / "assets").iterdir())
-        csv_bytes = sum(p.stat().st_size for p in (tmp / "site").rglob("*.csv"))
+        csvs = [*(tmp / "site").rglob("*.csv"), *(tmp / "site").rglob("*.csv.gz")]
+        csv_bytes = sum(p.stat().st_size for p in csvs)
         print(
             f"runs: {r.runs} ({args.experiments} experiment(s) x {variants} variants x "
             f"{rounds} rounds), {args.seconds} s series"
@@ -82,16 +92,35 @@ def main() -> None:
             big = max(p.stat().st_size for p in shards)
             print(f"grid data scripts: {len(shards)}, largest {big / 1e3:.0f} kB")
         print(f"assets (plotly.min.js, css, js; loaded once): {assets / 1e6:.2f} MB")
-        print(f"CSV downloads: {csv_bytes / 1e6:.1f} MB")
+        print(f"CSV downloads (.csv, .csv.gz): {csv_bytes / 1e6:.1f} MB")
         print(f"site total: {r.total_bytes / 1e6:.1f} MB")
+        figures = {
+            "full build": t2 - t1,
+            "largest page": r.largest_page_bytes / 1e6,
+            "site total": r.total_bytes / 1e6,
+        }
         if args.incremental:
-            incremental(tmp, args.seconds)
+            figures["one more run"] = incremental(tmp, args.seconds)
+        print_goals(figures, r.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def incremental(tmp: Path, seconds: int) -> None:
-    """One more run, then the update; then a full rebuild of the same data to compare."""
+def print_goals(figures: dict[str, float], runs: int) -> None:
+    """Each figure measured against its goal (the goals are for 10,000 runs)."""
+    print(f"against the goals for 10,000 runs (this site: {runs} runs):")
+    for name, unit, goal in GOALS:
+        if name not in figures:
+            print(f"  {name:<13} not measured (--incremental)")
+            continue
+        value = figures[name]
+        verdict = "meets" if value <= goal else "MISSES"
+        print(f"  {name:<13} {value:8.2f} {unit:<2} goal <= {goal:g} {unit}: {verdict}")
+
+
+def incremental(tmp: Path, seconds: int) -> float:
+    """One more run, then the update; then a full rebuild of the same data to compare.
+    Returns the update's seconds."""
     run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds)
     t0 = time.monotonic()
     r = build_site(tmp / "results", tmp / "site")
@@ -104,6 +133,7 @@ def incremental(tmp: Path, seconds: int) -> None:
     print(f"full rebuild of the same data: {full.elapsed_s:.1f} s")
     same = filecmp.dircmp(tmp / "site", tmp / "full")
     print(f"update identical to the full rebuild: {_identical(same)}")
+    return t1 - t0
 
 
 def _identical(d: filecmp.dircmp[str]) -> bool:

@@ -1,15 +1,28 @@
 """The per-second series as CSV text, formatted in bulk (a site of 10,000 runs writes
 millions of rows). The output is what csv.writer writes: quoted where needed, floats
-by repr, None empty, CRLF line ends."""
+by repr, None empty, CRLF line ends. The site stores them gzip-compressed (`gz`): a
+.csv.gz downloads from file:// as any file, and gunzip, zcat, pandas and spreadsheets
+read it."""
 
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 from collections.abc import Sequence
 from typing import Any
 
 Series = dict[str, list[tuple[float, float | None]]]
+
+
+GZIP_LEVEL = 6
+
+
+def gz(text: str) -> bytes:
+    """`text` as one gzip member, the same bytes for the same text (no time stamp, no
+    name): members written one after the other make one valid .gz file, so series.csv.gz
+    grows by appending a member per run, and an update gives a full rebuild's bytes."""
+    return gzip.compress(text.encode(), compresslevel=GZIP_LEVEL, mtime=0)
 
 
 def csv_line(values: Sequence[Any]) -> str:

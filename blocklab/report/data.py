@@ -349,15 +349,18 @@ def _fill_cells(
     within the experiment's ±X % (its [experiment] equivalence), as the summary says."""
     known = {v.variant_id for v in variants}
     refs = {v.reference_id for v in variants} | {v.variant_id for v in variants if v.is_reference}
+    of: dict[str, list[RunView]] = {}  # each variant's runs: one pass, not one per cell
+    for r in runs:
+        of.setdefault(r.variant_id, []).append(r)
     for m in metrics:
         for v in variants:
-            mine = round_values(
-                runs, v.variant_id, m.key, design, is_reference=v.variant_id in refs
-            )
+            vid = v.variant_id
+            mine = round_values(of.get(vid, []), vid, m.key, design, is_reference=vid in refs)
             has_ref = v.reference_id in known and not v.is_reference
             against = None
             if has_ref and v.reference_id:
-                against = round_values(runs, v.reference_id, m.key, design, is_reference=True)
+                ref_runs = of.get(v.reference_id, [])
+                against = round_values(ref_runs, v.reference_id, m.key, design, is_reference=True)
             cell = shape.cell_stats(
                 mine.values,
                 against.values if against else None,

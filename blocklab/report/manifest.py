@@ -57,7 +57,7 @@ class Manifest:
     version: str
     experiments: dict[str, list[RunEntry]] = field(default_factory=dict)  # slug -> runs
     cells: dict[str, str] = field(default_factory=dict)  # grid shard path -> digest
-    long_csv: dict[str, int] = field(default_factory=dict)  # slug -> bytes of series.csv
+    long_csv: dict[str, int] = field(default_factory=dict)  # slug -> bytes of series.csv.gz
     pages: dict[str, int] = field(default_factory=dict)  # every HTML page -> bytes
 
     def runs_of(self, slug: str) -> dict[int, RunEntry]:

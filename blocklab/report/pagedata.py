@@ -130,20 +130,48 @@ def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
 
 
 def run_json(detail: data.RunDetail, throughput_name: str = "tps") -> dict[str, Any]:
-    """A run page's series, its panels (blocklab.report.panels) and its checkpoints."""
+    """A run page's series, its panels (blocklab.report.panels) and its checkpoints. The
+    series drawn are columns: "t" the seconds they share, "series" each one's values at
+    those seconds, "pairs" the others as [t, v]; "throughput" names the throughput's
+    series, "ma10" its moving average at its seconds (the page holds each value once)."""
     ts = [t for pts in detail.series.values() for t, _ in pts]
     page_panels = panels.run_panels(detail.series, throughput_name)
     drawn = {s["key"] for p in page_panels for c in p["charts"] for s in c["series"]}
+    key = next((n for n in data.THROUGHPUT_SERIES if detail.series.get(n)), None)
+    shown = {k: v for k, v in detail.series.items() if k in drawn or k == key}
+    t, cols, pairs = columns(shown, key)
+    ma10 = shape.moving_average(data.throughput_series(detail.series), 10.0)
     return {
-        "series": {k: compact(v) for k, v in detail.series.items() if k in drawn},
+        "t": t,
+        "series": cols,
+        "pairs": pairs,
         "panels": page_panels,
-        "ma10": compact(shape.moving_average(data.throughput_series(detail.series), 10.0)),
-        "throughput": compact(data.throughput_series(detail.series)),
+        "ma10": [v for _, v in ma10],
+        "throughput": key,
         "throughput_name": throughput_name,
         "checkpoints": detail.checkpoints,
         "tmin": min(ts, default=0.0),
         "tmax": max(ts, default=1.0),
     }
+
+
+def columns(
+    series: dict[str, list[tuple[float, float | None]]], first: str | None = None
+) -> tuple[list[float | int], dict[str, list[float | None]], dict[str, list[Any]]]:
+    """(the seconds of series `first` (else of the first one), the values of every series
+    sampled at exactly those seconds, the others as compact [t, v] pairs)."""
+    if not series:
+        return [], {}, {}
+    base = series[first] if first in series else next(iter(series.values()))
+    t = [p[0] for p in base]
+    cols: dict[str, list[float | None]] = {}
+    pairs: dict[str, list[Any]] = {}
+    for k, pts in series.items():
+        if [p[0] for p in pts] == t:
+            cols[k] = [v for _, v in pts]
+        else:
+            pairs[k] = compact(pts)
+    return [whole_seconds(x) for x in t], cols, pairs
 
 
 def grid_json(exp: ExperimentView, entries: list[manifest.RunEntry]) -> dict[str, Any]:

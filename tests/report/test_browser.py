@@ -8,6 +8,7 @@ that the charts are drawn (counts pixels that are not the white background).
 from __future__ import annotations
 
 import csv
+import gzip
 import os
 import re
 import struct
@@ -303,9 +304,9 @@ def test_served_download_csv_and_parse_it(server_url: str, page: Page, tmp_path:
     page.ready()
     with p.expect_download() as info:
         p.click("#run-series-csv")
-    series = tmp_path / "series.csv"
+    series = tmp_path / "series.csv.gz"
     info.value.save_as(series)
-    with open(series, newline="") as f:
+    with gzip.open(series, "rt", newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 60 and float(rows[10]["tps"]) > 0
     page.check_clean()

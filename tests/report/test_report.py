@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import http.client
 import json
 import re
@@ -151,7 +152,7 @@ def test_site_has_every_page_and_the_bundled_chart_library(results: Path, site: 
             assert (base / "index.html").is_file() and (base / "grid.html").is_file()
             for r in db.runs(e["name"]):
                 assert (base / "runs" / f"{r['id']}.html").is_file()
-                assert (base / "runs" / f"{r['id']}-series.csv").is_file()
+                assert (base / "runs" / f"{r['id']}-series.csv.gz").is_file()
     assert (site / "index.html").is_file() and (site / "compare.html").is_file()
 
 
@@ -251,10 +252,10 @@ def test_csv_files_parse_and_hold_every_run(results: Path, site: Path) -> None:
         runs = list(csv.DictReader(f))
     assert len(runs) == 18 and sum(r["status"] == "failed" for r in runs) == 1
     ok = next(r for r in runs if r["status"] == "ok")
-    with open(base / "runs" / f"{ok['run_id']}-series.csv", newline="") as f:
+    with gzip.open(base / "runs" / f"{ok['run_id']}-series.csv.gz", "rt", newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 60 and {"t_s", "tps", "latency_ms"} <= set(rows[0])
-    with open(base / "series.csv", newline="") as f:
+    with gzip.open(base / "series.csv.gz", "rt", newline="") as f:
         long_rows = sum(1 for _ in csv.reader(f)) - 1
     assert long_rows == 17 * 60 * 8  # ok runs x seconds x series
 

@@ -81,18 +81,18 @@ def test_one_more_run_rewrites_only_its_pages_and_matches_a_full_rebuild(
     assert not first.incremental and first.written == first.pages
     before = _snapshot(out)
     run_id = add_synthetic_run(res, NAME, seconds=10)
-    with open(out / "e" / NAME / "series.csv", "a") as f:
-        f.write("half,of,an,interrupted,update\r\n")  # cut away before appending
+    with open(out / "e" / NAME / "series.csv.gz", "ab") as f:
+        f.write(b"\x1f\x8bhalf of an interrupted update")  # cut away before appending
 
     r = build_site(res, out)
     assert r.incremental and r.written + r.kept == r.pages
     after = _snapshot(out)
     changed = {k for k in after if before.get(k) != after[k]}
     base = f"e/{NAME}"
-    new_run = {f"{base}/runs/{run_id}.html", f"{base}/runs/{run_id}-series.csv"}
+    new_run = {f"{base}/runs/{run_id}.html", f"{base}/runs/{run_id}-series.csv.gz"}
     new_run |= {k for k in after if k.startswith(f"{base}/runs/{run_id}-raw/")}
     expected_pages = {"index.html", "compare.html", f"{base}/index.html", f"{base}/grid.html"}
-    csvs = {f"{base}/runs.csv", f"{base}/rounds.csv", f"{base}/series.csv"}
+    csvs = {f"{base}/runs.csv", f"{base}/rounds.csv", f"{base}/series.csv.gz"}
     csvs.add(f"{base}/plots.js")  # the experiment page's rounds and runs plots
     cells = {k for k in changed if k.startswith(f"{base}/grid/")}
     assert len(cells) == 1  # the new run's cell only

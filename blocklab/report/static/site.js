@@ -505,17 +505,27 @@
 
   // The panels and their charts come from blocklab/report/panels.py (labels, units, the
   // divisor of each chart's values); the throughput chart adds its moving average.
+  // A series as [t, v] points: its values in columns at the seconds d.t, else its pairs
+  // (blocklab/report/pagedata.py, run_json).
+  function runPoints(d, key) {
+    if (!key) return null;
+    const v = (d.series || {})[key];
+    if (v) return v.map((y, i) => [d.t[i], y]);
+    return (d.pairs || {})[key] || null;
+  }
+
   function initRun(d) {
-    const s = d.series;
+    const thr = runPoints(d, d.throughput);
+    const ma10 = thr && thr.map((p, i) => [p[0], d.ma10[i]]);
     for (const p of d.panels || []) {
       for (const c of p.charts) {
         const notes = flushNote(c.note);
         let traces;
         if (c.id === "tps") {
-          traces = [line(d.throughput, d.throughput_name || "tps", { line: { width: 1, color: "#9bb7d4" } }),
-            line(d.ma10, "10-second moving average", { line: { width: 2.5, color: "#1f5fa8" } })];
+          traces = [line(thr, d.throughput_name || "tps", { line: { width: 1, color: "#9bb7d4" } }),
+            line(ma10, "10-second moving average", { line: { width: 2.5, color: "#1f5fa8" } })];
         } else {
-          traces = c.series.map((x) => line(s[x.key], x.label, {}, c.scale));
+          traces = c.series.map((x) => line(runPoints(d, x.key), x.label, {}, c.scale));
         }
         lineChart("chart-" + c.id, traces, d, null, notes);
         if (c.log_copy) lineChart("chart-" + c.id + "-log", traces.map((t) => t && Object.assign({}, t)), d,
