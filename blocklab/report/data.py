@@ -186,18 +186,32 @@ def _run_view(row: Any, metrics: dict[str, float | None]) -> RunView:
     )
 
 
-def load_experiments(db: ResultsStore) -> list[ExperimentView]:
+def load_experiments(db: ResultsStore, *, judge_drift: bool = True) -> list[ExperimentView]:
     """Every stored experiment; a fleet's experiment once per host (a round pairs only
-    with the same round on the same host), named `experiment @ host`."""
+    with the same round on the same host), named `experiment @ host`. `judge_drift=False`
+    leaves `stationarity` empty, for a caller that takes it from the experiment's summary
+    (drift_notes): the site, which judged every run's series twice before."""
     views = []
     for row in db.experiments():
         hosts = sorted({str(r["host"]) for r in db.runs(row["name"])}) or [""]
         fleet = len(hosts) > 1 or hosts != [""]
-        views += [load_experiment(db, row["name"], host=h if fleet else None) for h in hosts]
+        views += [
+            load_experiment(db, row["name"], host=h if fleet else None, judge_drift=judge_drift)
+            for h in hosts
+        ]
     return views
 
 
-def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> ExperimentView:
+def drift_notes(summary_stationarity: list[str]) -> list[str]:
+    """The drift sentences of the summary's stationarity lines (those it marks "! "): what
+    stationarity_notes gives from the same runs, without judging the series again."""
+    prefix = "! stationarity: "
+    return [line.removeprefix(prefix) for line in summary_stationarity if line.startswith(prefix)]
+
+
+def load_experiment(
+    db: ResultsStore, name: str, *, host: str | None = None, judge_drift: bool = True
+) -> ExperimentView:
     """One experiment's view; with `host`, of that fleet host's runs only."""
     exp = db.experiment(name)
     ref = exp["reference"]
@@ -243,7 +257,11 @@ def load_experiment(db: ResultsStore, name: str, *, host: str | None = None) -> 
         design=design,
         aa=_aa(runs, design, ref),
         carryover=_carryover(runs, design, ref),
-        stationarity=[] if measures_whole_cycles(exp) else stationarity_notes(db, variants, runs),
+        stationarity=(
+            stationarity_notes(db, variants, runs)
+            if judge_drift and not measures_whole_cycles(exp)
+            else []
+        ),
         equivalence_pct=equivalence_pct,
     )
 

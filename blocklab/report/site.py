@@ -196,11 +196,12 @@ def page_weight(out: Path) -> tuple[int, int, int, str, int]:
 
 def _generate(db: ResultsStore, results: Path, w: Writer) -> tuple[int, int]:
     copy_assets(w)
-    exps = data.load_experiments(db)
+    exps = data.load_experiments(db, judge_drift=False)  # the summary judges the series
     _unique_slugs(exps)
     summaries = {}
     for exp in exps:
         summaries[exp.slug] = explain.summary_of(db, exp)  # what `blocklab summary` says
+        exp.stationarity = data.drift_notes(summaries[exp.slug].stationarity)
         write_experiment(w, db, results, exp, summaries[exp.slug])
     w.page(
         "index.html",

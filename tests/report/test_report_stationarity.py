@@ -9,6 +9,7 @@ import html
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from report_fixture import write_synthetic_results
 
@@ -65,3 +66,26 @@ def test_no_drift_no_section(tmp_path: Path) -> None:
     assert 'id="stationarity-section"' not in page
     data = json.loads(re.search(r'id="page-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
     assert data["stationarity"] == []
+
+
+def test_the_site_judges_each_run_s_series_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """The page's drift notes come from the summary's lines (report.data.drift_notes), not
+    from a second trend test of every run (issue 33: at 10,000 runs the report judged each
+    run's series twice, half of its serial time); the page still says what it said."""
+    results = _results(tmp_path, STORM)
+    with ResultsDB(results, create=False) as db:
+        expected = load_experiment(db, NAME).stationarity
+        ok_runs = sum(1 for r in db.runs(NAME) if r["status"] == "ok")
+    calls = []
+    judge = stationarity.run_trends
+
+    def counted(series: Any) -> Any:
+        calls.append(1)
+        return judge(series)
+
+    monkeypatch.setattr(stationarity, "run_trends", counted)
+    build_site(results, tmp_path / "site")
+    assert len(calls) == ok_runs
+    page = (tmp_path / "site" / "e" / NAME / "index.html").read_text()
+    data = json.loads(re.search(r'id="page-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+    assert data["stationarity"] == expected and expected
