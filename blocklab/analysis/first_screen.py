@@ -88,7 +88,7 @@ def verdict_sentence(c: stats.Comparison, info: MetricInfo) -> str:
     if c.verdict in (stats.FASTER, stats.SLOWER):
         size = f"{abs(c.gain_pct):.1f} %" if c.gain_pct is not None else ""
         rest = gain[gain.find("(") :] if size and "(" in gain else gain
-        within = f", within ±{c.equivalence_pct:g} %" if c.equivalent else ""
+        within = f", within ±{c.equivalence_pct:g} {c.equivalence_unit}" if c.equivalent else ""
         return f"{direction_word(c, info)} by {size} {rest}{within}".replace("  ", " ")
     if c.verdict == stats.EQUAL:
         return f"{verdict_text(c, info)}: {gain}{tost_text(c, info)}"
@@ -105,7 +105,7 @@ def tost_text(c: stats.Comparison, info: MetricInfo) -> str:
         low, high = (f"{(r - 1) * 100:+.1f}" for r in interval)
     else:
         low, high = (fmt_difference(d, info.unit) for d in interval)
-    return f"; 90 % CI {low} to {high}, inside ±{c.equivalence_pct:g} %"
+    return f"; 90 % CI {low} to {high}, inside ±{c.equivalence_pct:g} {c.equivalence_unit}"
 
 
 def undecided_reason(c: stats.Comparison, info: MetricInfo) -> str:

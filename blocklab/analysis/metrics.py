@@ -295,13 +295,18 @@ def compare(
 ) -> stats.Comparison:
     """The paired comparison in the metric's own direction; a share (a fraction or a
     percentage) as its difference in percentage points, a t interval on the per-round
-    differences (a change of a hit ratio from 98 % to 99 % is +1 pp, not +1.0 %)."""
+    differences (a change of a hit ratio from 98 % to 99 % is +1 pp, not +1.0 %), and
+    "equal within ±X" for a share is ±X percentage points, not X % of its mean."""
+    share = info.unit in SHARE_UNITS
     return stats.compare_paired(
         ref_values,
         values,
         higher_is_better=info.higher_is_better is not False,
         equivalence_pct=equivalence_pct,
-        difference=info.unit in SHARE_UNITS,
+        difference=share,
+        margin=(equivalence_pct / 100 if info.unit == "fraction" else equivalence_pct)
+        if share
+        else None,
     )
 
 
@@ -310,10 +315,10 @@ def verdict_text(c: stats.Comparison, info: MetricInfo) -> str:
     "equal within ±X %" and "undecided" alike for every metric. A significant change
     inside ±X keeps its direction and says so: "faster, within ±2 %"."""
     if c.verdict == stats.EQUAL:
-        return f"equal within ±{c.equivalence_pct:g} %"
+        return f"equal within ±{c.equivalence_pct:g} {c.equivalence_unit}"
     if c.verdict not in (stats.FASTER, stats.SLOWER):
         return c.verdict
-    within = f", within ±{c.equivalence_pct:g} %" if c.equivalent else ""
+    within = f", within ±{c.equivalence_pct:g} {c.equivalence_unit}" if c.equivalent else ""
     return direction_word(c, info) + within
 
 

@@ -191,6 +191,7 @@ class Comparison:
     equivalent: bool = False  # TOST at 5 % passed: the 90 % CI inside ±X (may also be FASTER)
     tost_p: float | None = None  # the larger of the two one-sided p-values
     sd: float | None = None  # stdev of the per-round samples (log ratios, or differences)
+    equivalence_unit: str = "%"  # "pp" when X is in percentage points (a share's margin)
 
     @property
     def ratio(self) -> float | None:
@@ -223,6 +224,7 @@ def compare_paired(
     confidence: float = CONFIDENCE,
     equivalence_pct: float = EQUIVALENCE_PCT,
     difference: bool = False,  # the DIFFERENCE scale even if all > 0 (a share: points)
+    margin: float | None = None,  # X as an absolute difference (a share: X pp), not % of a mean
 ) -> Comparison:
     """Compare `other` with `ref`, both round -> value. Unpaired rounds are ignored.
 
@@ -255,7 +257,12 @@ def compare_paired(
     half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
     low, high = back(centre - half), back(centre + half)
     p = two_sided_p(centre / (sd / math.sqrt(n)), n - 1)
-    p_tost = tost_p(samples, *equivalence_bounds(equivalence_pct, scale, statistics.fmean(a)))
+    bounds = (
+        (-margin, margin)
+        if margin is not None and scale == DIFFERENCE
+        else equivalence_bounds(equivalence_pct, scale, statistics.fmean(a))
+    )
+    p_tost = tost_p(samples, *bounds)
     equivalent = p_tost < EQUIVALENCE_ALPHA
     verdict = _verdict(low, high, _no_change(scale), higher_is_better, equivalent)
     base = back(centre) if scale == RATIO else statistics.fmean(a)
@@ -274,6 +281,7 @@ def compare_paired(
         equivalent,
         p_tost,
         sd,
+        "pp" if margin is not None and scale == DIFFERENCE else "%",
     )
 
 

@@ -14,7 +14,7 @@ from statsmodels.stats.weightstats import ttost_paired
 
 from blocklab.analysis import equivalence, stats
 from blocklab.analysis.first_screen import undecided_reason, verdict_sentence
-from blocklab.analysis.metrics import metric_info, verdict_text
+from blocklab.analysis.metrics import compare, metric_info, verdict_text
 from blocklab.errors import UserError
 from blocklab.experiment_file import load
 
@@ -189,3 +189,26 @@ def test_an_equal_verdict_shows_the_90_percent_interval_it_was_judged_on() -> No
 def test_no_tost_interval_without_a_spread() -> None:
     one = stats.compare_paired({1: 100.0}, {1: 101.0})
     assert stats.tost_interval(one) is None
+
+
+def test_a_share_is_equal_within_x_percentage_points_by_statsmodels_tost() -> None:
+    """A HOT-update ratio near 87 %: "equal within ±2" means ±2 percentage points (0.02 of
+    the fraction), not 2 % of 0.87 (±1.74 pp); TOST on the differences is statsmodels'."""
+    hot = metric_info("hot_update_ratio")
+    ref = {r: 0.866 + 0.004 * (r % 3) for r in range(6)}
+    diffs = [0.0155, 0.0195, 0.0135, 0.0175, 0.0165, 0.0165]  # +1.65 pp on average
+    other = {r: ref[r] + d for r, d in enumerate(diffs)}
+    c = compare(ref, other, hot)
+    a, b = np.array(list(ref.values())), np.array(list(other.values()))
+    oracle, _lower, _upper = ttost_paired(b, a, -0.02, 0.02)
+    assert c.tost_p == pytest.approx(oracle, rel=1e-9)
+    assert c.equivalent and c.equivalence_unit == "pp"
+    assert verdict_text(c, hot) == "better, within ±2 pp"
+    # the same data judged against 2 % of the mean (±1.74 pp) would not pass
+    pct_of_mean = stats.compare_paired(ref, other, difference=True)
+    assert not pct_of_mean.equivalent and pct_of_mean.equivalence_unit == "%"
+    flat = {r: ref[r] + d for r, d in enumerate([0.002, -0.001, 0.001, 0.0, -0.002, 0.001])}
+    equal = compare(ref, flat, hot)
+    assert equal.verdict == stats.EQUAL
+    assert verdict_sentence(equal, hot).startswith("equal within ±2 pp: ")
+    assert verdict_sentence(equal, hot).endswith(", inside ±2 pp")
