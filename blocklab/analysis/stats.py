@@ -257,9 +257,10 @@ def compare_paired(
     half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
     low, high = back(centre - half), back(centre + half)
     p = two_sided_p(centre / (sd / math.sqrt(n)), n - 1)
+    points = margin is not None and scale == DIFFERENCE  # X in a share's points
     bounds = (
         (-margin, margin)
-        if margin is not None and scale == DIFFERENCE
+        if margin is not None and points
         else equivalence_bounds(equivalence_pct, scale, statistics.fmean(a))
     )
     p_tost = tost_p(samples, *bounds)
@@ -268,20 +269,8 @@ def compare_paired(
     base = back(centre) if scale == RATIO else statistics.fmean(a)
     width = (high - low) / 2 / base * 100 if base > 0 else None
     return Comparison(
-        n,
-        scale,
-        back(centre),
-        low,
-        high,
-        p,
-        verdict,
-        width,
-        note,
-        equivalence_pct,
-        equivalent,
-        p_tost,
-        sd,
-        "pp" if margin is not None and scale == DIFFERENCE else "%",
+        *(n, scale, back(centre), low, high, p, verdict, width, note),
+        *(equivalence_pct, equivalent, p_tost, sd, "pp" if points else "%"),
     )
 
 
