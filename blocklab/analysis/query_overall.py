@@ -117,15 +117,15 @@ def verdict_words(c: stats.Comparison) -> str:
 
 
 def describe(c: stats.Comparison) -> str:
-    """e.g. "x0.912 [0.871, 0.955] (-8.8 %), faster" or "undecided (...)" without a CI."""
+    """The change of the server time in the summary's form, e.g. "-8.8 % (-12.9 to -4.5),
+    faster", or "undecided (...)" without a CI."""
     if c.ratio is None:
         return verdict_words(c) + (f" ({c.note})" if c.note else "")
+    gain = f"{(c.ratio - 1) * 100:+.1f} %"
     if c.ci95_low is None or c.ci95_high is None:
-        return f"x{c.ratio:.3f}, {verdict_words(c)}" + (f" ({c.note})" if c.note else "")
-    gain = (c.ratio - 1) * 100
-    return (
-        f"x{c.ratio:.3f} [{c.ci95_low:.3f}, {c.ci95_high:.3f}] ({gain:+.1f} %), {verdict_words(c)}"
-    )
+        return f"{gain}, {verdict_words(c)}" + (f" ({c.note})" if c.note else "")
+    low, high = ((r - 1) * 100 for r in (c.ci95_low, c.ci95_high))
+    return f"{gain} ({low:+.1f} to {high:+.1f}), {verdict_words(c)}"
 
 
 def covered(o: Overall) -> tuple[str, str]:
