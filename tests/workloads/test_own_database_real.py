@@ -112,7 +112,8 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
     assert "left out where a variant lacks it: fails_at_4k (rounds 1, 2)" in summary.stdout
     overall = summary.stdout.split("Overall: geometric mean", 1)[1].splitlines()
     vs = next(ln for ln in overall if ln.startswith("  bs=4k: "))
-    assert re.search(r"ms \[[\d.]+, [\d.]+\], vs bs=8k: x[\d.]+ \[[\d.]+, [\d.]+\]", vs), vs
+    change = r"[+-][\d.]+ % \([+-][\d.]+ to [+-][\d.]+\)"  # the summary's form
+    assert re.search(rf"ms \[[\d.]+, [\d.]+\], vs bs=8k: {change}", vs), vs
 
 
 SUPERUSER_ONLY = """
