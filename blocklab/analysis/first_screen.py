@@ -154,6 +154,10 @@ def check_lines(s: ExperimentSummary) -> list[str]:
         lines.append(f"! stationarity: {findings} finding{'s' if findings > 1 else ''} (below)")
     if s.layout is not None:
         lines.append(layout.sentence(s.layout))
+    elif layout.builds_differ(  # docs/PRECISION.md, "Code layout alone"
+        [layout.Armed(v.label, v.dims, v.reference_label, v.is_reference, {}) for v in s.variants]
+    ):
+        lines.append(layout.UNCONTROLLED)
     lines += s.disturbance  # other processes' use of the CPUs (blocklab.analysis.disturbance)
     lines += failed_lines(s.variants)
     return lines

@@ -120,6 +120,26 @@ def control_group(variants: Sequence[Armed]) -> dict[str, Mapping[int, float]]:
     return {}
 
 
+# The matrix keys that make another binary: a comparison along one of them is also a
+# comparison of code layouts (every object recompiled, functions at other addresses).
+BUILD_DIMS = ("postgres", "block_size_kb", "wal_block_size_kb", "segsize_gb")
+UNCONTROLLED = (
+    "layout: not controlled: each build compared is another binary (see [design] layout_control)"
+)
+
+
+def builds_differ(variants: Sequence[Armed]) -> bool:
+    """Whether a compared variant is another build than its reference (BUILD_DIMS)."""
+    by_label = {v.label: v for v in variants}
+    for v in variants:
+        ref = by_label.get(v.reference_label)
+        if v.is_reference or ref is None:
+            continue
+        if any(v.dims.get(k) != ref.dims.get(k) for k in BUILD_DIMS):
+            return True
+    return False
+
+
 def judged(gain_pct: float, ci: tuple[float, float], s: LayoutSpread) -> str:
     """A page-size comparison judged against layout alone: the interval widened by the
     between-build variance of a difference of two builds (2 sigma_build^2, Kalibera and

@@ -74,3 +74,34 @@ def test_judged_widens_the_interval_by_two_builds_variance() -> None:
     text = layout.judged(4.0, (3.0, 5.0), s)
     # half-width sqrt((log(1.05/1.03)/2)^2 + 2 (1.96 x 1 %)^2) = 0.0293 around log(1.04)
     assert "+1.0 to +7.1 %" in text and "larger than code layout alone produces" in text
+
+
+def _two(tmp_path: Path, dims: dict[str, dict[str, object]]) -> list[str]:
+    rng = random.Random(5)
+    ref = next(iter(dims))
+    with ResultsDB(tmp_path / "results") as db:
+        small_experiment(db, "two", ref, [(v, v, "{}", d) for v, d in dims.items()])
+        for rnd in range(1, ROUNDS + 1):
+            for vid in dims:
+                tps = 1000 * rng.gauss(1, 0.01)
+                db.record_run(RunRecord("two", vid, rnd, 0, "ok", "t0", "t1", tps=tps))
+        return first_screen(summarize_experiment(db, "two", side=False))
+
+
+def test_a_comparison_of_two_builds_without_the_control_says_layout_is_not_controlled(
+    tmp_path: Path,
+) -> None:
+    """The demo's case: 4 kB against 8 kB, one build each: the checks say layout is not
+    controlled, under 100 columns; a comparison within one build (fillfactor) says nothing."""
+    pages = _two(tmp_path / "p", {"bs=8k": {"block_size_kb": 8}, "bs=4k": {"block_size_kb": 4}})
+    assert f"  {layout.UNCONTROLLED}" in pages and len(layout.UNCONTROLLED) < 98
+    wal = _two(tmp_path / "w", {"w8": {"wal_block_size_kb": 8}, "w4": {"wal_block_size_kb": 4}})
+    assert f"  {layout.UNCONTROLLED}" in wal
+    same_build = _two(tmp_path / "f", {"ff=100": {"fillfactor": 100}, "ff=80": {"fillfactor": 80}})
+    assert not any("layout" in line for line in same_build)
+
+
+def test_with_the_control_the_uncontrolled_line_is_not_printed(tmp_path: Path) -> None:
+    offsets = {"bs=8k": 0.0, "bs=4k": 0.12, "bs=8k layout1": 0.003, "bs=8k layout2": -0.002}
+    lines = _experiment(tmp_path, offsets)
+    assert f"  {layout.UNCONTROLLED}" not in lines
