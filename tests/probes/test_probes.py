@@ -275,8 +275,11 @@ def test_last_second_is_not_the_exit_flush(paths: Paths, pg18_8k: Installation) 
         view_delta = after[counter] - before[counter]
         if counter == "n_tup_hot_upd":  # only pgbench updates rows: exact
             assert total == pytest.approx(view_delta, rel=1e-9)
-        else:  # the probe's own session adds a little after the end snapshot
-            assert 0 <= view_delta - total < 0.01 * view_delta, (counter, total, view_delta)
+        else:  # the probe's own session adds a little after the end snapshot: about 1 % of
+            # the workload's blocks hit (1.04 % in a CI run on a loaded machine, where the
+            # workload hits fewer); a lost second or flush would be a whole second's worth
+            allowed = max(0.01 * view_delta, 0.25 * median)
+            assert 0 <= view_delta - total < allowed, (counter, total, view_delta, median)
     assert res.metrics["n_tup_hot_upd"] == pytest.approx(
         after["n_tup_hot_upd"] - before["n_tup_hot_upd"]
     )
