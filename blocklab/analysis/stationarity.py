@@ -328,6 +328,9 @@ def notes(runs_by_label: Mapping[str, Sequence[Mapping[str, Points]]]) -> list[s
     ]
 
 
+FINDING_PREFIX = "! stationarity: "  # a summary line that is a drift finding
+
+
 def summary_lines(runs_by_label: Mapping[str, Sequence[Mapping[str, Points]]]) -> list[str]:
     """What the summary says of the measured windows of every variant's runs (empty: no
     run): with no drift, one line, "judged flat: N of N windows" or "not judged"; per series
@@ -365,7 +368,7 @@ def _series_lines(name: str, drifts: list[Drift], tested: int) -> list[str]:
         f"stationarity: {SERIES[name]}: {drifted} of {tested} windows drift (noise alone "
         f"flags at most {100 * MAX_P:g} %: {MAX_P * tested:.1f} expected)"
     )
-    found = [f"! stationarity: {d.sentence()}" for d in drifts if d.finding]
+    found = [f"{FINDING_PREFIX}{d.sentence()}" for d in drifts if d.finding]
     return [head + ("" if found else "; no more than noise gives"), *found]
 
 

@@ -205,7 +205,7 @@ def load_experiments(db: ResultsStore, *, judge_drift: bool = True) -> list[Expe
 def drift_notes(summary_stationarity: list[str]) -> list[str]:
     """The drift sentences of the summary's stationarity lines (those it marks "! "): what
     stationarity_notes gives from the same runs, without judging the series again."""
-    prefix = "! stationarity: "
+    prefix = stationarity.FINDING_PREFIX
     return [line.removeprefix(prefix) for line in summary_stationarity if line.startswith(prefix)]
 
 
