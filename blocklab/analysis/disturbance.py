@@ -7,7 +7,8 @@ run is disturbed at DISTURBED_CPU_SHARE or more. Like pyperf's and hyperfine's w
 the summary says what share of each variant's runs were disturbed and advises a quiet
 machine; when every measured run was quiet it says so, with the largest share seen, so
 that a checked experiment reads differently from an unchecked one (runs recorded without
-the metric, e.g. by the interleaved design or before it existed, say nothing). Where the
+the metric, before it existed, say nothing; the interleaved design measures it over each
+variant's own slices: blocklab.execution.interleaved.slices_disturbance). Where the
 run's storage is on loop devices, a second line gives the largest share of the bytes on
 the disk under them that were other processes' (`disturbance_device_share`): information
 beside the CPU verdict, not a verdict of its own.

@@ -35,7 +35,12 @@ first measured slice to after the last, with no device: only server-level metric
 (WAL bytes, full-page images, pg_stat_io, server CPU); host-wide ones are dropped, and so
 are the 1 Hz series (the window holds the other server's slices). Both servers share the
 machine and usually one device, so device-level metrics could not be told apart: the
-record's provenance says `interleaved: device metrics not attributable`.
+record's provenance says `interleaved: device metrics not attributable`. Other processes'
+use of the CPUs is measured per slice instead (an account before and after each slice in
+which both servers' trees and blocklab's are known: blocklab.probes.disturbance
+.read_round_account), written to `slices.csv` and summed over each variant's own slices
+into its record's `disturbance_cpu_s` and `disturbance_cpu_share` (slices_disturbance), so
+a burst of other work lands on the variant whose slices it slowed.
 
 Caveats (docs/PRECISION.md): with checkpoint "free" each server's checkpoint timer runs
 in wall-clock time while it is driven about half of it, so per-transaction WAL and
@@ -62,6 +67,7 @@ from blocklab.execution.runner import Instrumentation, InstrumentationFactory
 from blocklab.experiment_file.design import ALIGNED_CHECKPOINT_TIMEOUT, RunDesign
 from blocklab.model import Variant
 from blocklab.postgres.cluster import ServerStartError
+from blocklab.probes import disturbance
 from blocklab.store import RunRecord
 from blocklab.timestamps import now_iso
 from blocklab.workloads import dataset
@@ -95,6 +101,10 @@ class SliceRun:
     seconds: float = 0.0  # pgbench's own measuring time: transactions / its tps
     latency_avg_ms: float | None = None
     reason: str = ""  # "" when the slice gave a value
+    # other processes' CPU seconds and the CPUs' capacity over the slice (both servers'
+    # trees and blocklab's known: blocklab.probes.disturbance); None: not measured
+    other_cpu_s: float | None = None
+    capacity_cpu_s: float | None = None
 
     @property
     def tps(self) -> float | None:
@@ -178,14 +188,32 @@ def slice_metrics(mine: Sequence[SliceRun], order: Sequence[str]) -> dict[str, f
 def write_slices_csv(path: Path, slices: Sequence[SliceRun]) -> None:
     with open(path, "w", newline="") as f:
         out = csv.writer(f)
-        out.writerow(["position", "variant_id", "transactions", "seconds", "tps"])
+        out.writerow(
+            ["position", "variant_id", "transactions", "seconds", "tps", "disturbance_cpu_share"]
+        )
         for s in slices:
-            tps = s.tps
-            out.writerow([s.position, s.variant_id, s.transactions, f"{s.seconds:.6f}", _num(tps)])
+            share = slices_disturbance([s])[disturbance.CPU_SHARE]
+            row = [s.position, s.variant_id, s.transactions, f"{s.seconds:.6f}", _num(s.tps)]
+            out.writerow([*row, _num(share)])
 
 
 def _num(x: float | None) -> str:
     return "" if x is None else f"{x:.6f}"
+
+
+def slices_disturbance(slices: Sequence[SliceRun]) -> dict[str, float | None]:
+    """Other processes' CPU over a variant's slices: `disturbance_cpu_s` (their sum) and
+    `disturbance_cpu_share` (of the CPUs' capacity over those slices); None when a slice
+    was not measured. Only the variant's own slices count: a disturbance during the other
+    variant's slices is that variant's."""
+    others = [s.other_cpu_s for s in slices]
+    capacities = [s.capacity_cpu_s for s in slices]
+    if not slices or None in others or None in capacities:
+        return {disturbance.CPU_S: None, disturbance.CPU_SHARE: None}
+    other = sum(x for x in others if x is not None)
+    capacity = sum(x for x in capacities if x is not None)
+    share = min(1.0, other / capacity) if capacity > 0 else None
+    return {disturbance.CPU_S: other, disturbance.CPU_SHARE: share}
 
 
 def server_metrics(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -266,6 +294,24 @@ def run_slice(server: Server, seconds: int, stem: str, position: int) -> SliceRu
         return SliceRun(position, vid, reason=why or f"{driver.name} reported no throughput")
     xacts = result.transactions
     return SliceRun(position, vid, xacts, xacts / result.throughput, result.latency_avg_ms)
+
+
+def accounted_slice(server: Server, seconds: int, position: int, pids: Sequence[int]) -> SliceRun:
+    """run_slice between two CPU accounts in which both servers of the round are known."""
+    before = _round_account(pids)
+    got = run_slice(server, seconds, f"s{position:03d}", position)
+    after = _round_account(pids)
+    if before is None or after is None:
+        return got
+    other, _kernel, capacity = disturbance.other_cpu_s(before, after)
+    return dataclasses.replace(got, other_cpu_s=other, capacity_cpu_s=capacity)
+
+
+def _round_account(pids: Sequence[int]) -> disturbance.CpuAccount | None:
+    try:
+        return disturbance.read_round_account(pids)
+    except OSError:  # a probe must not cost the round: the slice is "not measured"
+        return None
 
 
 def open_server(lab: OwnServers, v: Variant, raw_dir: Path, *, slot: int, aligned: bool) -> Server:
@@ -395,13 +441,14 @@ def _measure(
         begin_probes(s, probes)
     log(f"interleaved: {len(order)} slices of {slice_s} s")
     t0 = time.monotonic()
+    pids = [s.target.cluster.pid or 0 for s in servers.values()]
     slices = [
-        run_slice(servers[vid], slice_s, f"s{position:03d}", position)
-        for position, vid in enumerate(order)
+        accounted_slice(servers[vid], slice_s, position, pids) for position, vid in enumerate(order)
     ]
     elapsed = time.monotonic() - t0
     for vid, s in servers.items():
         end_probes(s, [x for x in slices if x.variant_id == vid])
+        s.metrics |= slices_disturbance([x for x in slices if x.variant_id == vid])
         s.metrics["interleaved_window_s"] = round(elapsed, 6)
         write_slices_csv(s.raw_dir / SLICES_CSV, [x for x in slices if x.variant_id == vid])
     return slices

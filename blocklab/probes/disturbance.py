@@ -128,14 +128,20 @@ def account(stats: PidStats, cpu_ticks: Mapping[str, int], roots: Iterable[int])
     )
 
 
+def other_cpu_s(before: CpuAccount, after: CpuAccount) -> tuple[float, float, float]:
+    """(other processes' CPU seconds, kernel CPU seconds, capacity in CPU seconds) between
+    two accounts (pure; rounding below 0 clamped to 0)."""
+    capacity = after.capacity_s - before.capacity_s
+    kernel = max(0.0, after.kernel_s - before.kernel_s)
+    other = (after.busy_s - before.busy_s) - (after.known_s - before.known_s) - kernel
+    return max(0.0, other), kernel, capacity
+
+
 def metrics(before: CpuAccount | None, after: CpuAccount | None) -> dict[str, float | None]:
     """The run's disturbance metrics; None where an account is missing (pure)."""
     if before is None or after is None:
         return dict.fromkeys(METRICS)
-    capacity = after.capacity_s - before.capacity_s
-    kernel = max(0.0, after.kernel_s - before.kernel_s)
-    other = (after.busy_s - before.busy_s) - (after.known_s - before.known_s) - kernel
-    other = max(0.0, other)
+    other, kernel, capacity = other_cpu_s(before, after)
     return {
         CPU_S: other,
         CPU_SHARE: min(1.0, other / capacity) if capacity > 0 else None,
@@ -208,6 +214,17 @@ def read_account(
     scan = read_stats(server_pid) if stats is None else stats
     roots = [os.getpid()] + ([server_pid] if server_pid > 0 else [])
     return dataclasses.replace(account(scan, ticks, roots), devices=devices)
+
+
+def read_round_account(server_pids: Sequence[int]) -> CpuAccount | None:
+    """This instant's account with several servers' trees known (the interleaved design's
+    two servers of a round) beside blocklab's own; no devices."""
+    ticks = read_cpu()
+    if ticks is None:
+        return None
+    pids = [p for p in server_pids if p > 0]
+    scan = read_pid_stats([os.getpid(), KTHREADD_PID, *pids])
+    return account(scan, ticks, [os.getpid(), *pids])
 
 
 def read_stats(server_pid: int) -> dict[int, tuple[int, float]]:

@@ -121,3 +121,25 @@ def test_unplanned_checkpoints_count_the_servers_own_inside_the_window() -> None
     ]
     assert il.unplanned_checkpoints(cps) == 2
     assert il.unplanned_checkpoints([]) == 0
+
+
+def test_a_variant_s_disturbance_is_that_of_its_own_slices() -> None:
+    """Other processes' CPU seconds and the capacity are summed over the variant's slices
+    (a share of the capacity, not a mean of shares); one unmeasured slice: not measured."""
+    slices = [
+        SliceRun(0, "a", 10, 5.0, other_cpu_s=1.0, capacity_cpu_s=10.0),
+        SliceRun(3, "a", 10, 5.0, other_cpu_s=0.0, capacity_cpu_s=30.0),
+    ]
+    got = il.slices_disturbance(slices)
+    assert got == {"disturbance_cpu_s": 1.0, "disturbance_cpu_share": pytest.approx(0.025)}
+    none = {"disturbance_cpu_s": None, "disturbance_cpu_share": None}
+    assert il.slices_disturbance([*slices, SliceRun(5, "a", 10, 5.0)]) == none
+    assert il.slices_disturbance([]) == none
+
+
+def test_slices_csv_gives_each_slice_s_disturbance(tmp_path: Path) -> None:
+    path = tmp_path / "slices.csv"
+    measured = SliceRun(1, "b", 500, 2.0, other_cpu_s=0.5, capacity_cpu_s=4.0)
+    il.write_slices_csv(path, [measured, SliceRun(2, "b", 1, 1.0)])
+    rows = list(csv.DictReader(path.open()))
+    assert [r["disturbance_cpu_share"] for r in rows] == ["0.125000", ""]

@@ -137,6 +137,10 @@ def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
                 "SELECT * FROM metrics WHERE name = 'interleaved_unplanned_checkpoints'"
             )
         }
+        disturbed = {
+            m["run_id"]: m["value"]
+            for m in c.execute("SELECT * FROM metrics WHERE name = 'disturbance_cpu_share'")
+        }
     assert len(every) == 4
     assert {r["status"] for r in every} == {"ok"}, [r["reason"] for r in every]
     _check_slots_and_checkpoints(every, slots, unplanned)
@@ -149,6 +153,9 @@ def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
         (raw,) = [d for d in results.rglob(f"r001-*-{r['variant_id']}") if d.is_dir()]
         slices = list(csv.DictReader((raw / "slices.csv").open()))
         assert len(slices) == 4 and {s["variant_id"] for s in slices} == {r["variant_id"]}
+        # other processes' CPU, over this variant's slices with both servers known
+        assert all(0.0 <= float(s["disturbance_cpu_share"]) <= 1.0 for s in slices), slices
+        assert 0.0 <= disturbed[r["id"]] <= 1.0
         measured += slices
         mine[r["variant_id"]] = sorted(slices, key=lambda s: int(s["position"]))
         xacts = sum(int(s["transactions"]) for s in slices)
@@ -175,5 +182,7 @@ def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
     assert summary.returncode == 0, summary.stderr
     out = " ".join(summary.stdout.split())
     assert "design interleaved" in out and "bs=4k" in out and "bs=8k" in out, out[-3000:]
+    # the disturbance check, from the slices: judged either way, never silent
+    assert "no run disturbed" in out or "disturbed runs:" in out, out[-3000:]
     # the slot A/A needs 3 rounds or more: two rounds say so, under the slots' label
     assert "storage slot 1 / slot 0" in out, out[-3000:]

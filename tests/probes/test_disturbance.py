@@ -207,3 +207,31 @@ def test_the_interleaved_design_drops_them_with_the_host_wide_metrics() -> None:
 
     got = interleaved.server_metrics({d.CPU_S: 1.0, d.CPU_SHARE: 0.1, "server_cpu_s": 3.0})
     assert got == {"server_cpu_s": 3.0}
+
+
+def test_a_round_of_two_servers_knows_both_and_still_sees_a_burner() -> None:
+    """The interleaved design's account (read_round_account): two stand-in servers spin
+    as the two servers of a round would (the one not driven still runs its background
+    processes); both trees must be known, to their own clocks, and a third detached
+    burner must reach the disturbance."""
+    servers: list[int] = []
+    burner = 0
+    try:
+        servers = [_detached(BURNER), _detached(BURNER)]
+        burner = _detached(BURNER)
+        cpu0 = [_cpu_s(p) for p in (*servers, burner)]
+        before = d.read_round_account(servers)
+        time.sleep(MIN_WINDOW_S)
+        after = d.read_round_account(servers)
+        cpu1 = [_cpu_s(p) for p in (*servers, burner)]
+    finally:
+        for pid in (*servers, burner):
+            if pid:
+                proc.terminate(pid, sig=signal.SIGKILL, grace_s=5)
+    assert before is not None and after is not None
+    spun = [b - a for a, b in zip(cpu0, cpu1, strict=True)]
+    assert min(spun) >= 0.2, f"the machine starved the spinners: {spun}"
+    assert after.known_s - before.known_s >= spun[0] + spun[1] - 0.05, (before, after, spun)
+    other, _kernel, capacity = d.other_cpu_s(before, after)
+    assert capacity > 0
+    assert other >= 0.9 * spun[2] - 0.05, (other, spun)
