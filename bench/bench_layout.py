@@ -15,6 +15,14 @@ It prints each build's mean against the builds' mean, the between-build sigma (t
 analysis of variance with rounds as blocks: blocklab.analysis.layout) and the F test of
 "layout moves nothing". A page-size difference smaller than the layout range it prints is
 not a page-size finding on this workload and machine (docs/PRECISION.md).
+
+    .venv/bin/python bench/bench_layout.py --env-pad 3000 --rounds 8
+
+The environment-size effect instead (Mytkowicz et al.): the ordinary 8 kB build, its
+server started with the canonical environment and with one more variable of N bytes
+(`environment_pad_bytes = [0, N]`, which moves the stack's start by N bytes), in the demo's
+interleaved design (both servers up, 5 s slices, the two swapping storage slots every two
+rounds). It prints the summary's verdict on envpad=N against envpad=0 and the same spread.
 """
 
 from __future__ import annotations
@@ -62,11 +70,46 @@ max_wal_size = "1GB"
 """
 
 
-def per_build_rounds(results: Path) -> dict[str, dict[int, float]]:
+def env_experiment_file(pad_bytes: int, rounds: int, scale: int) -> str:
+    return f"""[experiment]
+name = "{NAME}-env"
+description = "PostgreSQL 18 at 8 kB pages: the server's environment grown by {pad_bytes} bytes"
+rounds = {rounds}
+reference = {{ environment_pad_bytes = 0 }}
+settings_policy = "bytes"
+equivalence = 3
+
+[design]
+kind = "interleaved"
+slice_s = 5
+slices = 4
+checkpoint = "aligned"
+
+[matrix]
+postgres = "18"
+block_size = 8
+wal_block_size = 8
+environment_pad_bytes = [0, {pad_bytes}]
+storage = {{ kind = "dir" }}
+scale = {scale}
+workload = {{ builtin = "simple-update", query_mode = "prepared" }}
+clients = 4
+threads = 2
+duration = 20
+warmup = 5
+
+[matrix.settings]
+shared_buffers = "128MB"
+max_wal_size = "1GB"
+checkpoint_timeout = "30s"
+"""
+
+
+def per_build_rounds(results: Path, name: str = NAME) -> dict[str, dict[int, float]]:
     db = ResultsDB(results)
     out = {}
-    for v in db.variants(NAME):
-        copies = round_copies(db, db.runs(NAME, v["variant_id"]), "tps")
+    for v in db.variants(name):
+        copies = round_copies(db, db.runs(name, v["variant_id"]), "tps")
         out[str(v["label"])] = {r: c[0] for r, c in copies.items() if 0 in c}
     return out
 
@@ -77,14 +120,24 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=8, help="a multiple of --builds balances")
     ap.add_argument("--duration", type=int, default=20, help="seconds per run")
     ap.add_argument("--scale", type=int, default=10)
+    ap.add_argument(
+        "--env-pad", type=int, default=0, help="bytes: the environment-size bench instead"
+    )
     args = ap.parse_args()
     with scratch_home("bench-layout-") as (paths, _state):
         spec = paths.home / "layout.toml"
-        spec.write_text(experiment_file(args.builds, args.rounds, args.duration, args.scale))
+        if args.env_pad:
+            name, text = f"{NAME}-env", env_experiment_file(args.env_pad, args.rounds, args.scale)
+        else:
+            name = NAME
+            text = experiment_file(args.builds, args.rounds, args.duration, args.scale)
+        spec.write_text(text)
         env = os.environ | {"BLOCKLAB_HOME": str(paths.home), "BLOCKLAB_CACHE": str(paths.cache)}
         cli = [sys.executable, "-m", "blocklab.cli"]
-        subprocess.run([*cli, "run", str(spec)], env=env, check=True)
-        found = layout.spread(per_build_rounds(paths.results))
+        subprocess.run([*cli, "run", str(spec), "--quiet"], env=env, check=True)
+        if args.env_pad:
+            subprocess.run([*cli, "summary", name], env=env, check=True)
+        found = layout.spread(per_build_rounds(paths.results, name))
     if found is None:
         sys.exit("bench_layout: fewer than 2 complete rounds of 2 builds")
     for label, offset in sorted(found.build_offsets_pct.items()):

@@ -29,6 +29,8 @@ BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
 QUERY_MODES = ("simple", "extended", "prepared")
 STORAGE_KINDS = ("dir", "ext4", "xfs", "btrfs", "device")
 DEFAULT_DRIVER = "pgbench"
+ENV_PAD_VARIABLE = "BLOCKLAB_ENV_PAD"
+MAX_ENV_PAD_BYTES = 65536
 # a driver's own keys (dataset size, run options): name -> value, sorted by name
 OptionValue = str | int | float | bool
 Options = tuple[tuple[str, OptionValue], ...]
@@ -198,7 +200,21 @@ class Variant(Frozen):
     settings_policy: Literal["native", "bytes"] = "native"
     wal_segsize_mb: int = 16
     data_checksums: bool = False
+    # The server's environment grown by this many bytes (one variable, ENV_PAD_VARIABLE):
+    # it moves the stack's alignment, the effect Mytkowicz et al. (ASPLOS 2009) measured;
+    # a control for that effect, 0 otherwise. Left out of the JSON when 0, so the ids of
+    # every variant made before it existed are unchanged.
+    environment_pad_bytes: int = Field(default=0, ge=0, le=MAX_ENV_PAD_BYTES)
     label: str = ""  # human name, e.g. "bs=4k wal=8k"; not part of the identity
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        return _omit_defaults(handler(self), {"environment_pad_bytes": 0})
+
+    def server_environment(self) -> dict[str, str]:
+        """What the server's canonical environment gets added (blocklab.proc)."""
+        pad = self.environment_pad_bytes
+        return {ENV_PAD_VARIABLE: "x" * pad} if pad else {}
 
     @property
     def variant_id(self) -> str:

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from blocklab import proc
 from blocklab.analysis import interleaved_checks as checks
 from blocklab.errors import BlocklabError, UserError
 from blocklab.execution import orders, runner
@@ -269,7 +270,7 @@ def start(server: Server) -> None:
     c.write_settings(written)
     server.provenance["settings_written"] = written
     server.log_offset = runner.file_size(c.log_path)
-    c.start()
+    c.start(env=t.variant.server_environment())
     dataset.hand_over(c, t.driver)  # a snapshot made before the workload role
     sql = t.driver.prepare_sql(t.variant.workload)
     if sql is not None:
@@ -511,4 +512,6 @@ def _provenance(server: Server, n_slices: int) -> dict[str, Any]:
         "build_key": c.inst.key,
         "storage_facts": dict(t.storage_facts),
         "dataset": {"key": t.snapshot.key, "scale": t.snapshot.scale},
+        "server_environment": proc.canonical_env(c.user),
+        "server_environment_pad_bytes": t.variant.environment_pad_bytes,
     }

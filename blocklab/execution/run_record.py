@@ -137,6 +137,8 @@ def _provenance(target: RunTarget, acc: RunState, result: WorkloadResult) -> dic
         phases_s=acc.phases_s,
         storage_facts=dict(target.storage_facts),
         server_environment=proc.canonical_env(c.user),  # the same for every run (proc.py)
+        # plus one variable of this many bytes (Variant.environment_pad_bytes; 0: none)
+        server_environment_pad_bytes=v.environment_pad_bytes,
     )
     if acc.footprint:
         prov["footprint"] = {k: v for k, v in acc.footprint.items() if k != "metrics"}

@@ -144,7 +144,7 @@ def _execute(
     _restore(target, acc)
     _write_settings(target, acc)
     t0 = time.monotonic()
-    c.start()
+    c.start(env=v.server_environment())
     acc.timed("server_start_s", t0)
     _place(target, acc)
     _prepare(target, acc)

@@ -22,6 +22,8 @@ combinations, and each combination as a labelled Variant.
     duration = 60                     # seconds (or "90s", "5min", "1h")
     warmup = 10                       # seconds run before the measured part
     data_checksums = false
+    environment_pad_bytes = [0, 3000] # the server's environment grown by N bytes (moves the
+                                      # stack's alignment: a control, not a geometry)
     [matrix.settings]                 # GUCs; a list varies one GUC
     shared_buffers = "128MB"
     max_wal_size = ["1GB", "4GB"]
@@ -173,12 +175,20 @@ MATRIX: tuple[Family, ...] = (
     seconds("duration", 60, 1, "workload.duration_s", "T={}s"),
     seconds("warmup", 0, 0, "workload.warmup_s", "warmup={}s"),
     plain("data_checksums", False, boolean, "data_checksums", "checksums={}"),
+    plain(
+        "environment_pad_bytes",
+        0,
+        _int(0, model.MAX_ENV_PAD_BYTES),
+        "environment_pad_bytes",
+        "envpad={}",
+    ),
     Family("settings", {}, settings.read),
 )
 MATRIX_KEYS = tuple(f.key for f in MATRIX)
 OPTIONAL = (
     "index_fillfactor",
     "layout_seed",
+    "environment_pad_bytes",
     dataset.KEY,
 )  # keys that are a dimension only when the file gives them
 

@@ -19,7 +19,7 @@ import shutil
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -293,8 +293,9 @@ class Cluster:
         return target
 
     # -- lifecycle ----------------------------------------------------------------------
-    def start(self) -> int:
-        """Start with pg_ctl -w; return the postmaster PID (from postmaster.pid)."""
+    def start(self, env: Mapping[str, str] | None = None) -> int:
+        """Start with pg_ctl -w; return the postmaster PID (from postmaster.pid). `env`:
+        variables added to the canonical environment (Variant.server_environment)."""
         self._prepare_runtime_dirs()
         log_offset = self.log_path.stat().st_size  # this start's lines begin here
         self.state.add("server", self.ident, data_dir=self.ident, pid=None, port=self.port)
@@ -313,7 +314,7 @@ class Cluster:
         try:
             # the server's environment is the same bytes whoever starts blocklab (its size
             # moves the stack's alignment): proc.canonical_env
-            proc.run(argv, user=self.user, timeout_s=START_TIMEOUT_S + 30, inherit=False)
+            proc.run(argv, user=self.user, timeout_s=START_TIMEOUT_S + 30, inherit=False, env=env)
         except CommandError as e:
             self._after_failed_start()
             raise ServerStartError(

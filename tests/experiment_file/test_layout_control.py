@@ -65,3 +65,22 @@ def test_refused_with_the_key_named(tmp_path: Path, design: str, matrix: str, me
     with pytest.raises(UserError, match=message):
         spec.load(f)
     assert main(["plan", str(f)]) == 2
+
+
+def test_an_environment_pad_is_a_dimension_that_leaves_other_ids_alone(tmp_path: Path) -> None:
+    """environment_pad_bytes = [0, 3000]: two variants labelled envpad=..., the one at 0
+    with the id it had before the key existed; a bad value names the key and the range."""
+    head = HEAD.replace("{ block_size = 8 }", "{ environment_pad_bytes = 0 }")
+    f = tmp_path / "x.toml"
+    f.write_text(head + "[matrix]\nenvironment_pad_bytes = [0, 3000]\nduration = 20\n")
+    variants = spec.load(f).variants()
+    assert sorted(v.environment_pad_bytes for v in variants) == [0, 3000]
+    assert sorted(v.label for v in variants) == ["envpad=0", "envpad=3000"]
+    f.write_text(HEAD + "[matrix]\nduration = 20\n")
+    (plain,) = spec.load(f).variants()
+    zero = next(v for v in variants if v.environment_pad_bytes == 0)
+    assert zero.variant_id == plain.variant_id
+    assert "environment_pad_bytes" not in plain.model_dump(mode="json")
+    f.write_text(head + "[matrix]\nenvironment_pad_bytes = 70000\n")
+    with pytest.raises(UserError, match=r"matrix\.environment_pad_bytes.*65536"):
+        spec.load(f)

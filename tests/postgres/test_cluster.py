@@ -11,6 +11,7 @@ import pytest
 from helpers import remove_cluster, scratch_cluster
 
 from blocklab import proc
+from blocklab.model import ENV_PAD_VARIABLE, Variant
 from blocklab.paths import Paths
 from blocklab.postgres.cluster import Cluster, quote_setting, render_settings, server_user
 from blocklab.postgres.installation import Installation
@@ -83,6 +84,28 @@ def test_the_server_environment_is_canonical_whoever_starts_it(
     expected = proc.canonical_env(cluster.user)
     assert {k: seen[k] for k in expected} == expected  # pg_ctl may add its own (PGDATA...)
     assert len(raw) < 1024
+
+
+def test_an_environment_pad_reaches_the_server_and_nothing_else_does(cluster: Cluster) -> None:
+    """Variant.environment_pad_bytes: the postmaster (whose backends it forks with its
+    environment) gets the canonical environment plus one variable of N bytes."""
+    v = Variant(environment_pad_bytes=3000)
+    cluster.initdb(data_checksums=False)
+    cluster.write_settings({})
+    pid = cluster.start(env=v.server_environment())
+    try:
+        seen = _environ(pid)
+    finally:
+        cluster.stop()
+    assert seen[ENV_PAD_VARIABLE] == "x" * 3000
+    expected = proc.canonical_env(cluster.user)
+    assert {k: seen[k] for k in expected} == expected
+    assert Variant().server_environment() == {}
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(e.split("=", 1) for e in raw.decode().split("\0") if "=" in e)
 
 
 def test_no_tcp_listener(cluster: Cluster) -> None:
