@@ -31,12 +31,14 @@ import argparse
 import os
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 from scratch_home import scratch_home
 
 from blocklab.analysis import layout
 from blocklab.analysis.summary import round_copies
+from blocklab.experiment_file.loader import DEMO
 from blocklab.store.sqlite import ResultsDB
 
 NAME = "bench-layout"
@@ -71,38 +73,23 @@ max_wal_size = "1GB"
 
 
 def env_experiment_file(pad_bytes: int, rounds: int, scale: int) -> str:
-    return f"""[experiment]
-name = "{NAME}-env"
-description = "PostgreSQL 18 at 8 kB pages: the server's environment grown by {pad_bytes} bytes"
-rounds = {rounds}
-reference = {{ environment_pad_bytes = 0 }}
-settings_policy = "bytes"
-equivalence = 3
-
-[design]
-kind = "interleaved"
-slice_s = 5
-slices = 4
-checkpoint = "aligned"
-
-[matrix]
-postgres = "18"
-block_size = 8
-wal_block_size = 8
-environment_pad_bytes = [0, {pad_bytes}]
-storage = {{ kind = "dir" }}
-scale = {scale}
-workload = {{ builtin = "simple-update", query_mode = "prepared" }}
-clients = 4
-threads = 2
-duration = 20
-warmup = 5
-
-[matrix.settings]
-shared_buffers = "128MB"
-max_wal_size = "1GB"
-checkpoint_timeout = "30s"
-"""
+    """The demo's own file (blocklab/experiment_file/demo.toml) with its page sizes
+    replaced by the 8 kB build at two environment sizes."""
+    text = resources.files("blocklab.experiment_file").joinpath(DEMO).read_text()
+    swaps = {
+        'name = "demo-page-size-interleaved"': f'name = "{NAME}-env"',
+        'description = "PostgreSQL 18: 4 kB vs 8 kB data pages': (
+            f'description = "PostgreSQL 18: 8 kB pages, environment +0 vs +{pad_bytes} bytes'
+        ),
+        "rounds = 6": f"rounds = {rounds}",
+        "reference = { block_size = 8 }": "reference = { environment_pad_bytes = 0 }",
+        "block_size = [4, 8]": f"block_size = 8\nenvironment_pad_bytes = [0, {pad_bytes}]",
+        "scale = 10": f"scale = {scale}",
+    }
+    for old, new in swaps.items():
+        assert text.count(old) == 1, f"demo.toml changed: {old!r}"
+        text = text.replace(old, new)
+    return text
 
 
 def per_build_rounds(results: Path, name: str = NAME) -> dict[str, dict[int, float]]:
