@@ -60,6 +60,21 @@ def fresh_cluster(inst: Installation) -> Cluster:
     )
 
 
+def scale10_cluster(inst: Installation) -> Cluster:
+    """A started cluster in an emptied BASE (shared_buffers 128MB, max_wal_size 1GB)
+    after `pgbench -i -s 10` (record_warmup.py's and record_translog.py's)."""
+    c = fresh_cluster(inst)
+    c.initdb(data_checksums=False)
+    c.write_settings({"shared_buffers": "128MB", "max_wal_size": "1GB"})
+    c.start()
+    try:
+        proc.run([str(inst.bin("pgbench")), *c.conn_args(), "-i", "-s", "10", "-q", "postgres"])
+    except BaseException:
+        c.kill()
+        raise
+    return c
+
+
 def bench(
     c: Cluster,
     tag: str,
