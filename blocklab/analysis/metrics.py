@@ -123,6 +123,11 @@ KNOWN_METRICS = (
     MetricInfo("table_free_bytes", "table free bytes after the run", "bytes", None),
     MetricInfo("index_bytes", "index bytes after the run", "bytes", None),
     MetricInfo("latency_stddev_ms", "latency (stddev)", "ms", False),
+    # percentiles: pgbench's from its sampled per-transaction log (workloads.pgbench_latency),
+    # sysbench's and go-tpc's their own
+    MetricInfo("latency_p50_ms", "latency (50th percentile)", "ms", False),
+    MetricInfo("latency_p95_ms", "latency (95th percentile)", "ms", False),
+    MetricInfo("latency_p99_ms", "latency (99th percentile)", "ms", False),
     # SQL query workloads (tpch): the server's own statement durations
     MetricInfo("queries_per_hour", "queries per hour (server time)", "queries/h", True),
     MetricInfo("query_time_total_ms", "all queries' server time", "ms", False),

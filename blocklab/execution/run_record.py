@@ -90,6 +90,7 @@ def _fill_results(
     series.update(part.series)
     metrics.update(part.metrics)
     rec.queries = list(part.queries)
+    rec.provenance = {**rec.provenance, **part.provenance}
     if part.throughput is not None:
         rec.tps = part.throughput
     rec.series, rec.metrics = series, metrics

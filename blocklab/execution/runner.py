@@ -5,9 +5,9 @@ would do) -> CHECKPOINT -> optional warm-up (pgbench, unmeasured) -> instrumenta
 -> pgbench -> instrumentation.end() -> read back pg_settings -> stop.
 
 Everything pgbench and the server said is kept in the run's raw directory
-(`pgbench.argv`, `pgbench.stdout`, `pgbench.stderr`, `pgbench.exit_code`, the aggregate
-log `driver/pgbench_log.PID[.N]` (written by pgbench as the driver's unprivileged user),
-`server.log`, and the same for the warm-up). A run whose
+(`pgbench.argv`, `pgbench.stdout`, `pgbench.stderr`, `pgbench.exit_code`, the sampled
+per-transaction log `driver/pgbench_log.PID[.N]` (written by pgbench as the driver's
+unprivileged user), `server.log`, and the same for the warm-up). A run whose
 pgbench exit code is not 0, whose failed count is above 0, or whose server died is
 recorded as failed with the reason and without tps or latency numbers (the record:
 blocklab.execution.run_record). The server is stopped by PID whatever happens

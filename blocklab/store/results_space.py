@@ -17,8 +17,9 @@ from pathlib import Path
 
 from blocklab.errors import ResultsFullError
 
-# A run's raw files (pgbench's aggregate log, server log, argv) and its rows; tiny runs
-# need far less, long ones at high client counts a few MiB.
+# A run's raw files (pgbench's sampled per-transaction log, server log, argv) and its rows;
+# tiny runs need far less, long ones at high client counts a few MiB (the log: 3.1 bytes
+# per transaction, 0.75 MB for 60 s at 4,000 tps).
 HEADROOM_BYTES = 8 * 1024 * 1024
 
 

@@ -27,7 +27,8 @@ through `WorkloadDriver`, in this order:
 
 Raw files: the runner keeps `<name>.argv`, `<name>.stdout`, `<name>.stderr` and
 `<name>.exit_code` (and `warmup.*`) in the run's raw directory; a driver may write more
-files there through its command line (pgbench's aggregate logs) and read them in `record`.
+files there through its command line (pgbench's per-transaction logs) and read them in `record`,
+and add to the run's provenance through `RecordPart.provenance`.
 Provenance gets `<name>_argv`, `<name>_version` and `<name>_report` (the tool's whole
 parsed report).
 """
@@ -100,6 +101,7 @@ class RecordPart:
     series: Series
     queries: Sequence[QueryRow] = ()  # per-query times and plans (SQL workloads)
     throughput: float | None = None  # when only the record knows it (tpch: server times)
+    provenance: Mapping[str, Any] = field(default_factory=dict)  # into the run's provenance
 
 
 @dataclass(frozen=True)

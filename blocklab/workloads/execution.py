@@ -55,7 +55,7 @@ def driver_user() -> proc.User:
 @contextmanager
 def driver_dir(raw_dir: Path, user: proc.User) -> Iterator[Path]:
     """A fresh directory of `user`'s in the system's temporary directory: the driver's
-    working directory, the only place it writes (pgbench's aggregate logs: a relative
+    working directory, the only place it writes (pgbench's per-transaction logs: a relative
     --log-prefix). Afterwards root copies its regular files, never a symlink, into
     raw_dir/DRIVER_DIR (root's) and removes it: the results directory need not be open
     to the driver's user, and nothing the driver leaves can redirect a write of root's."""

@@ -10,13 +10,13 @@ from typing import Any
 
 from blocklab.model import DatasetRequest, WorkloadRequest
 from blocklab.postgres.installation import Installation
-from blocklab.workloads import pages, pgbench
+from blocklab.workloads import pages, pgbench, pgbench_latency
 from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
 from blocklab.workloads.execution import DRIVER_DIR
 
-# pgbench writes its aggregate logs itself, as the driver's user, into its working
-# directory (a relative --log-prefix); blocklab.workloads.execution copies them into
-# raw_dir/DRIVER_DIR
+# pgbench writes its per-transaction logs (sampled) itself, as the driver's user, into its
+# working directory (a relative --log-prefix); blocklab.workloads.execution copies them
+# into raw_dir/DRIVER_DIR
 LOG_NAME = "pgbench_log"
 LOG_PREFIX = f"{DRIVER_DIR}/{LOG_NAME}"
 
@@ -109,22 +109,42 @@ class PgbenchDriver:
         )
 
     def record(self, result: WorkloadResult, stderr: str, raw_dir: Path) -> RecordPart:
+        """The latency percentiles and the coverage of the sampled per-transaction log
+        (blocklab.workloads.pgbench_latency; None without a log), the initial connection
+        time and the progress lines' per-second series; the log's sampling rate and counts
+        go to the run's provenance (`transaction_log`)."""
+        hist, facts = transaction_log(raw_dir / LOG_PREFIX)
+        logged = hist.logged if hist is not None else 0
         metrics: dict[str, float | None] = {
-            "aggregate_log_coverage_ratio": aggregate_log_coverage(
-                raw_dir / LOG_PREFIX, result.transactions
+            **pgbench_latency.metrics(hist),
+            "transaction_log_coverage_ratio": pgbench_latency.coverage_ratio(
+                logged, result.transactions
             )
+            if hist is not None
+            else None,
         }
         initial_connection_ms = result.report.get("initial_connection_ms")
         if initial_connection_ms is not None:
             metrics["initial_connection_ms"] = initial_connection_ms
         series = pgbench.series_from_progress(pgbench.parse_progress(stderr))
-        return RecordPart(metrics=metrics, series=series)
+        return RecordPart(metrics=metrics, series=series, provenance={"transaction_log": facts})
 
 
-def aggregate_log_coverage(log_prefix: Path, transactions: int | None) -> float | None:
-    """Share of the reported transactions that pgbench's aggregate logs account for."""
-    files = pgbench.aggregate_log_files(log_prefix)
-    if not files or not transactions:
-        return None
-    rows = pgbench.merge_aggregates(pgbench.parse_aggregate_log(p.read_text()) for p in files)
-    return sum(r.num_transactions for r in rows) / transactions
+def transaction_log(
+    log_prefix: Path,
+) -> tuple[pgbench_latency.LatencyHistogram | None, dict[str, Any]]:
+    """pgbench's per-transaction log files for `log_prefix`, streamed into one histogram
+    (None when there is none, or one is not a per-transaction log), and what the
+    provenance says of them."""
+    files = pgbench.log_files(log_prefix)
+    facts: dict[str, Any] = {"sampling_rate": pgbench_latency.SAMPLING_RATE, "files": len(files)}
+    if not files:
+        return None, facts
+    hist = pgbench_latency.LatencyHistogram()
+    try:
+        for path in files:
+            with path.open() as lines:
+                hist.add_lines(lines)
+    except ValueError as e:
+        return None, {**facts, "error": f"{path.name}: {e}"}
+    return hist, {**facts, "logged": hist.logged, "without_latency": hist.without_latency}

@@ -25,6 +25,7 @@ from blocklab.postgres.installation import Installation
 from blocklab.state import State
 from blocklab.store import ResultsDB, RunRecord
 from blocklab.workloads import dataset, pgbench
+from blocklab.workloads.pgbench_latency import SAMPLING_RATE
 from blocklab.workloads.role import ROLE
 
 PG15 = BuildRequest(pg="15")
@@ -113,7 +114,10 @@ def assert_good_run(rec: RunRecord, db: ResultsDB | None = None) -> None:
     for name in ("pgbench.argv", "pgbench.stdout", "pgbench.stderr", "server.log"):
         assert (raw_dir / name).exists(), name
     assert (raw_dir / "pgbench.exit_code").read_text().strip() == "0"
-    assert pgbench.aggregate_log_files(raw_dir / "driver" / "pgbench_log")  # pgbench's own dir
+    assert pgbench.log_files(raw_dir / "driver" / "pgbench_log")  # pgbench's own dir
+    assert rec.provenance["transaction_log"]["sampling_rate"] == SAMPLING_RATE
+    p50, p95, p99 = (rec.metrics[f"latency_p{q}_ms"] for q in (50, 95, 99))
+    assert p50 is not None and p95 is not None and p99 is not None and 0 < p50 <= p95 <= p99
     assert rec.provenance["driver_uid"] == server_user().uid != 0  # never root
     assert rec.provenance["driver_role"] == ROLE  # the workload role, not a superuser
     assert "checkpoint" in (raw_dir / "server.log").read_text()  # this run's CHECKPOINT

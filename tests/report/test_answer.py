@@ -20,6 +20,8 @@ from blocklab.report import answer, build_site, plots, shape
 from blocklab.report.data import RunView, load_experiment
 from blocklab.report.explain import changed_cells
 from blocklab.store import RESULTS_DB_NAME, ResultsDB
+from blocklab.workloads.execution import DRIVER_DIR
+from blocklab.workloads.pgbench_driver import LOG_NAME, PgbenchDriver
 
 NAME = "one-dim"
 
@@ -191,3 +193,31 @@ def test_latency_draws_what_the_driver_stored_and_says_when_no_percentile_exists
     assert got["variants"] == [
         {"label": "A", "x": ["average", "p95", "max"], "y": [2.0, 9.0, 40.0]}
     ]
+
+
+def test_the_latency_panel_draws_pgbench_percentiles_from_its_transaction_log(
+    tmp_path: Path,
+) -> None:
+    """pgbench's record from a recorded real per-transaction log (tests/data/pgbench):
+    the panel shows its average, p50, p95 and p99 in that order, as stored."""
+    data = Path(__file__).parents[1] / "data" / "pgbench"
+    stem = "pg18-translog-simple-update"
+    logs = tmp_path / DRIVER_DIR
+    logs.mkdir()
+    for i, src in enumerate(sorted(data.glob(f"{stem}.log*"))):
+        (logs / f"{LOG_NAME}.77.{i}").write_text(src.read_text())
+    driver = PgbenchDriver()
+    stdout, stderr = ((data / f"{stem}.{x}").read_text() for x in ("stdout", "stderr"))
+    result = driver.parse(stdout, stderr)
+    run = _run(1, "a")
+    run.latency_avg_ms = result.latency_avg_ms
+    run.metrics = dict(driver.record(result, stderr, tmp_path).metrics)
+    got = plots.latency_json([run], {"a": "A"})
+    assert got["stats"] == ["average", "p50", "p95", "p99"] and got["percentiles"] is True
+    [variant] = got["variants"]
+    assert variant["x"] == got["stats"]
+    assert variant["y"] == [
+        run.latency_avg_ms,
+        *(run.metrics[f"latency_p{q}_ms"] for q in (50, 95, 99)),
+    ]
+    assert None not in variant["y"] and variant["y"][1] < variant["y"][2] < variant["y"][3]

@@ -60,12 +60,36 @@ def fresh_cluster(inst: Installation) -> Cluster:
     )
 
 
-def bench(c: Cluster, tag: str, name: str, extra: list[str], kill_after_s: float = 0) -> None:
+def scale10_cluster(inst: Installation) -> Cluster:
+    """A started cluster in an emptied BASE (shared_buffers 128MB, max_wal_size 1GB)
+    after `pgbench -i -s 10` (record_warmup.py's and record_translog.py's)."""
+    c = fresh_cluster(inst)
+    c.initdb(data_checksums=False)
+    c.write_settings({"shared_buffers": "128MB", "max_wal_size": "1GB"})
+    c.start()
+    try:
+        proc.run([str(inst.bin("pgbench")), *c.conn_args(), "-i", "-s", "10", "-q", "postgres"])
+    except BaseException:
+        c.kill()
+        raise
+    return c
+
+
+def bench(
+    c: Cluster,
+    tag: str,
+    name: str,
+    extra: list[str],
+    kill_after_s: float = 0,
+    log: tuple[str, ...] = ("--aggregate-interval=1",),
+    kind: str = "agg",
+) -> None:
+    """One pgbench run with `-l` and `log`'s options; its log files as STEM.KIND0, 1..."""
     logs = BASE / "logs"
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
     pgb = str(c.inst.bin("pgbench"))
-    argv = [pgb, *c.conn_args(), "-n", "-P", "1", "-l", "--aggregate-interval=1"]
+    argv = [pgb, *c.conn_args(), "-n", "-P", "1", "-l", *log]
     argv += [f"--log-prefix={logs}/agg", *extra, "postgres"]
     stem = OUT / f"{tag}-{name}"
     for suffix in (".stdout", ".stderr"):
@@ -78,10 +102,10 @@ def bench(c: Cluster, tag: str, name: str, extra: list[str], kill_after_s: float
     code = p.wait()
     Path(f"{stem}.exitcode").write_text(f"{code}\n")
     Path(f"{stem}.argv").write_text(" ".join(argv).replace(str(BASE), "/var/tmp/x") + "\n")
-    for old in OUT.glob(f"{tag}-{name}.agg*"):
+    for old in OUT.glob(f"{tag}-{name}.{kind}*"):
         old.unlink()
     for i, f in enumerate(sorted(logs.iterdir())):
-        Path(f"{stem}.agg{i}").write_text(f.read_text())
+        Path(f"{stem}.{kind}{i}").write_text(f.read_text())
     print(name, code)
     if kill_after_s:
         c.kill()

@@ -13,20 +13,15 @@ import shutil
 import sys
 from pathlib import Path
 
-from record import BASE, bench, fresh_cluster  # type: ignore[import-not-found]
+from record import BASE, bench, scale10_cluster  # type: ignore[import-not-found]
 
-from blocklab import proc
 from blocklab.postgres.installation import Installation
 
 
 def main() -> None:
     inst = Installation.from_manifest(Path(sys.argv[1]))
-    c = fresh_cluster(inst)
-    c.initdb(data_checksums=False)
-    c.write_settings({"shared_buffers": "128MB", "max_wal_size": "1GB"})
-    c.start()
+    c = scale10_cluster(inst)
     try:
-        proc.run([str(inst.bin("pgbench")), *c.conn_args(), "-i", "-s", "10", "-q", "postgres"])
         c.stop()
         c.start()
         extra = ["-b", "simple-update", "-M", "prepared", "-c", "4", "-j", "2", "-T", "60"]
