@@ -63,8 +63,16 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
     (exp_dir / "customers.csv").write_text(CUSTOMERS_CSV)
     (exp_dir / "own-db.toml").write_text(TOML)
     results = tmp_path / "results"
+    # the plan's room: estimated from the dump before it is restored, measured after
+    plan = blocklab_wide("plan", str(exp_dir / "own-db.toml"), "--results", str(results))
+    assert plan.returncode == 0, plan.stdout[-3000:] + plan.stderr[-3000:]
+    assert "estimated from the dump: 4 tables, 412,000 rows" in plan.stdout, plan.stdout
     run = blocklab_wide("run", str(exp_dir / "own-db.toml"), "--results", str(results), "-q")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    plan = blocklab_wide("plan", str(exp_dir / "own-db.toml"), "--results", str(results))
+    assert "room (dir):" in plan.stdout and "measured when the dataset was restored (2 " in (
+        " ".join(plan.stdout.split())
+    ), plan.stdout
     # restored once per build (and storage): two snapshots, each with the dump's tables
     # this test's dump only: the session's work directory holds other tests' datasets
     metas = sorted((paths.work / "datasets").glob("*/meta.json"))
