@@ -7,15 +7,18 @@ states beside the figure:
    and index's bytes, TOAST not counted), the largest over the builds it was restored into;
 2. estimated from the dump (blocklab.workloads.dump_size), read by the pg_restore of the
    newest cached build, run as the driver's OS user on a private copy of the archive (as
-   the restore itself is). What it reads is kept in paths.work/datasets/dump-<hash>.json,
-   so a second plan reads no archive;
-3. guessed from the archive's size, when no build is cached yet or its pg_restore cannot
-   read the dump (an older version than the pg_dump that made it).
+   the restore itself is; the data section is written beside the copy, in the temporary
+   directory, and counted line by line). What it reads is kept in
+   paths.work/datasets/dump-<hash>.json, so a second plan reads no archive;
+3. guessed from the archive's size, when no build is cached yet, its pg_restore cannot
+   read the dump (an older version than the pg_dump that made it) or the plan does not
+   run as root (which the private copy needs).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from blocklab.errors import CommandError
@@ -84,6 +87,8 @@ def contents_of(paths: Paths, source: Path, sha256: str) -> tuple[dump_size.Cont
     builds = build.cached_builds(paths)
     if not builds:
         return None, ""
+    if os.geteuid() != 0:  # the copy for the driver's OS user needs root, as the restore
+        return None, "; the dump is read by a plan run as root"
     inst = builds[0]
     try:
         with dump.staged(source, sha256) as archive:
@@ -91,6 +96,8 @@ def contents_of(paths: Paths, source: Path, sha256: str) -> tuple[dump_size.Cont
     except CommandError as e:
         tail = (e.output.strip().splitlines() or [str(e)])[-1]
         return None, f"; pg_restore {inst.version} cannot read it: {tail}"
+    except OSError as e:  # e.g. no room in the temporary directory for the data section
+        return None, f"; reading it failed: {e}"
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(_to_json(contents), indent=1))
     return contents, ""

@@ -14,7 +14,7 @@ import pytest
 
 from blocklab.model import DatasetRequest
 from blocklab.paths import Paths
-from blocklab.workloads import dump_room, dump_size
+from blocklab.workloads import dump, dump_room, dump_size
 
 DATA = Path(__file__).parents[1] / "data" / "own_database"
 # the example's whole data section, read with dump_size.read_data from
@@ -127,3 +127,20 @@ def test_without_a_cached_build_the_room_is_guessed_from_the_archive_size(tmp_pa
     nbytes, basis = dump_room.room(_dataset(archive), 8192, paths)
     assert nbytes == 1000 * dump_size.RESTORED_PER_ARCHIVE_BYTE
     assert "guessed from the dump's size alone: 0.0 MB x 20" in basis
+
+
+def test_an_archive_the_cached_pg_restore_cannot_read_is_guessed_and_says_why(  # type: ignore[no-untyped-def]
+    paths: Paths, pg18_8k, tmp_path: Path
+) -> None:
+    """A real build's pg_restore on a stand-in archive (pg_dump's magic, then zeros): the
+    plan still has a figure, and its basis names pg_restore's refusal."""
+    archive = tmp_path / "app.dump"
+    archive.write_bytes(b"PGDMP" + bytes(995))
+    sha = dump.inspect(archive, "matrix.dataset.dump")[1]  # as the plan takes it
+    ds = DatasetRequest(driver="queries", options=(("dump", str(archive)), ("dump_sha256", sha)))
+    mine = Paths(home=tmp_path / "home", cache=paths.cache, results=tmp_path / "results")
+    nbytes, basis = dump_room.room(ds, 8192, mine)
+    assert nbytes == 1000 * dump_size.RESTORED_PER_ARCHIVE_BYTE
+    assert "guessed from the dump's size alone" in basis
+    assert "; pg_restore 18" in basis and "cannot read it: " in basis, basis
+    assert not (mine.work / "datasets" / f"dump-{sha[:16]}.json").exists()  # nothing kept
