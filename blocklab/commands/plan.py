@@ -321,6 +321,7 @@ def render(
     console.print("[bold]round 1 order:[/bold] " + " → ".join(map(user_text, p.first_round)))
     console.print(p.order_note, highlight=False)
     console.print(p.footprint_line(), highlight=False, markup=False)
+    plan_view.render_room(p, console)
     window = cycles.window_line(exp)
     if window is not None:
         console.print(window, highlight=False, markup=False)

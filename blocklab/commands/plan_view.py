@@ -16,7 +16,7 @@ from blocklab.execution.plan import Plan
 from blocklab.experiment_file import Experiment
 from blocklab.model import Variant
 from blocklab.postgres.installation import Installation
-from blocklab.workloads import drivers
+from blocklab.workloads import drivers, sizing
 from blocklab.workloads.base import Endpoint
 
 # placeholders for what only a run knows (the build's directory, the server's socket)
@@ -103,6 +103,19 @@ def render_run(p: Plan, console: Console) -> None:
         highlight=False,
         soft_wrap=True,
     )
+
+
+def render_room(p: Plan, console: Console) -> None:
+    """For a dump dataset, what each storage must hold and what the figure rests on (the
+    restored size is measured once a dataset has been restored, estimated before)."""
+    dumps = [v for v in p.variants if v.dataset.option("dump") is not None]
+    for sreq, needs in sizing.needs_by_storage(dumps).items():
+        console.print(
+            f"[bold]room ({escape(sreq.label())}):[/bold] "
+            + escape(f"{sizing.mb(needs.data.bytes)} for the data volume: {needs.data.how}"),
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def command_for(exp: Experiment, *flags: str) -> str:

@@ -1,10 +1,11 @@
 """matrix.dataset: your own database, `{ dump = "app.dump" }` (a list of tables varies
 it): a pg_dump archive in custom (-Fc) or directory (-Fd) format, relative to the
-experiment file, restored into every build and storage by the queries driver
-(blocklab.workloads.queries), which it goes with:
+experiment file, restored into every build and storage by the queries driver's load
+(blocklab.workloads.queries), for the queries driver or pgbench custom scripts:
 
     dataset = { dump = "app.dump" }
     workload = { driver = "queries", file = "queries.sql", passes = 3 }
+    # or: workload = { scripts = ["orders.sql"] }   (pgbench, your scripts, on your data)
 
 The archive is checked here (exists, readable, a pg_dump archive; a plain SQL dump is
 refused) and its content hash taken: the hash is the dataset's identity with the build,
@@ -44,7 +45,8 @@ def read(raw: Any, base: Path) -> list[Dimension]:
         Dimension(
             KEY,
             unique(opts, path),
-            lambda options: {"dataset.options": options},
+            # restored by the queries driver's load, whichever driver runs the workload
+            lambda options: {"dataset.options": options, "dataset.driver": QUERIES},
             labels={KEY: lambda name: f"dump={name}"},
         )
     ]
@@ -63,20 +65,27 @@ def _missing_hint(dump_text: str, base: Path, path: str) -> None:
 
 
 def check_pairing(dims: list[Dimension]) -> None:
-    """A dump goes with the queries driver and the queries driver with a dump (UserError
-    naming the key otherwise)."""
+    """A dump goes with the queries driver or pgbench custom scripts (run against the
+    restored database), and the queries driver with a dump (UserError naming the key
+    otherwise)."""
     has_dump = any(d.key == KEY for d in dims)
-    drivers = {
-        o.value.get("driver", model.DEFAULT_DRIVER) if isinstance(o.value, dict) else None
-        for d in dims
-        if d.key == "workload"
-        for o in d.options
-    }
-    if has_dump and drivers != {QUERIES}:
+    workloads = [o.value for d in dims if d.key == "workload" for o in d.options]
+    drivers = {w.get("driver", model.DEFAULT_DRIVER) if isinstance(w, dict) else None
+               for w in workloads}  # fmt: skip
+    on_dump = all(
+        isinstance(w, dict)
+        and (w.get("driver") == QUERIES
+             or (w.get("driver", model.DEFAULT_DRIVER) == model.DEFAULT_DRIVER
+                 and w.get("scripts")))
+        for w in workloads
+    )  # fmt: skip
+    if has_dump and not on_dump:
         raise fail(
             "matrix.dataset",
-            "a dump is restored for the queries driver only (other drivers load their own data)",
-            'workload = { driver = "queries", file = "queries.sql" }',
+            "a dump is restored for the queries driver and pgbench custom scripts only "
+            "(other drivers and pgbench's built-in scripts load their own data)",
+            'workload = { driver = "queries", file = "queries.sql" } or '
+            'workload = { scripts = ["mine.sql"] }',
         )
     if not has_dump and QUERIES in drivers:
         raise fail(

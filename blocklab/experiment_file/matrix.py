@@ -16,7 +16,7 @@ combinations, and each combination as a labelled Variant.
     scale = 10                        # pgbench -s
     workload = "simple-update"        # built-in name, or { builtin | scripts, query_mode },
                                       # or { driver = "sysbench" | "tpcc", ... } (spec.workload)
-    dataset = { dump = "app.dump" }   # your own database, with workload.driver = "queries"
+    dataset = { dump = "app.dump" }   # your own database: the "queries" driver or scripts
     clients = [1, 5, 10, 15]          # pgbench -c; another driver's threads
     threads = 1                       # pgbench -j, capped at clients
     duration = 60                     # seconds (or "90s", "5min", "1h")

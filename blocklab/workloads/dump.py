@@ -1,5 +1,6 @@
 """A user's pg_dump archive: what it is (custom or directory format), its content hash,
-and the extensions it creates. No database is touched here.
+the extensions it creates, and a private copy of it for the driver's OS user to read
+(`staged`: the restore's and the plan's pg_restore). No database is touched here.
 
 pg_dump's custom format (-Fc) is one file and its directory format (-Fd) a directory
 with `toc.dat`; both begin with the magic bytes "PGDMP" and are read by pg_restore, which
@@ -15,11 +16,17 @@ per build and storage.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from blocklab.errors import UserError
+from blocklab.workloads.execution import driver_user
 
 MAGIC = b"PGDMP"
 FORMATS = ("custom", "directory")
@@ -93,3 +100,27 @@ def extensions(listing: str) -> list[str]:
 def missing_extensions(wanted: list[str], available: list[str]) -> list[str]:
     have = set(available)
     return [e for e in wanted if e not in have]
+
+
+@contextmanager
+def staged(source: Path, sha256: str) -> Iterator[Path]:
+    """A copy of the archive in a fresh directory of the driver's user (mode 0700),
+    checked against the plan's hash; removed afterwards."""
+    key = "matrix.dataset.dump"
+    _, now = inspect(source, key)
+    if now != sha256:
+        raise UserError(f"{key}: {source} changed since the plan; allowed: an unchanged dump")
+    user = driver_user()
+    work = Path(tempfile.mkdtemp(prefix="blocklab-dump-"))
+    try:
+        target = work / source.name
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=False)
+        else:
+            shutil.copyfile(source, target)
+        for root, dirs, files in os.walk(work):
+            for name in [*dirs, *files, "."]:
+                os.chown(os.path.join(root, name), user.uid, user.gid)
+        yield target
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

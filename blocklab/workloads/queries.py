@@ -29,19 +29,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from blocklab.errors import CommandError, UserError
 from blocklab.model import DatasetRequest, OptionValue, WorkloadRequest
 from blocklab.postgres.installation import Installation
-from blocklab.workloads import dump, queries_params, queries_psql, role, statements, tpch
+from blocklab.workloads import dump, dump_room, queries_params, queries_psql, role, statements, tpch
 from blocklab.workloads.base import DriverSpec, Endpoint, RecordPart, WorkloadResult
-from blocklab.workloads.execution import driver_user, run_driver
+from blocklab.workloads.execution import run_driver
 
 if TYPE_CHECKING:
     from blocklab.postgres.cluster import Cluster
@@ -52,8 +49,6 @@ DATABASE = "postgres"
 MAX_PASSES = 100
 RUN_KEYS = ("file", "passes", "timeout")
 QUERIES_FILE = "queries.json"  # in the run's raw directory: times, plans, failures
-# a rough ratio of restored tables + indexes to a compressed custom-format archive
-RESTORED_PER_DUMP_BYTE = 5
 RESTORE_FLAGS = ("--no-owner", "--no-privileges", "--no-comments", "--no-tablespaces",
                  "--no-publications", "--no-subscriptions", "--no-security-labels",
                  "--exit-on-error")  # fmt: skip
@@ -167,30 +162,6 @@ def dump_of(dataset: DatasetRequest) -> tuple[Path, str]:
     return Path(str(dataset.option("dump"))), str(dataset.option("dump_sha256"))
 
 
-@contextmanager
-def staged(source: Path, sha256: str) -> Iterator[Path]:
-    """A copy of the archive in a fresh directory of the driver's user (mode 0700),
-    checked against the plan's hash; removed afterwards."""
-    key = "matrix.dataset.dump"
-    _, now = dump.inspect(source, key)
-    if now != sha256:
-        raise UserError(f"{key}: {source} changed since the plan; allowed: an unchanged dump")
-    user = driver_user()
-    work = Path(tempfile.mkdtemp(prefix="blocklab-dump-"))
-    try:
-        target = work / source.name
-        if source.is_dir():
-            shutil.copytree(source, target, symlinks=False)
-        else:
-            shutil.copyfile(source, target)
-        for root, dirs, files in os.walk(work):
-            for name in [*dirs, *files, "."]:
-                os.chown(os.path.join(root, name), user.uid, user.gid)
-        yield target
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
 def check_extensions(cluster: Cluster, archive: Path, source: Path) -> list[str]:
     """The archive's extensions; UserError naming the file and the first one the build
     lacks (or pg_restore's own message when it cannot read the archive: a newer pg_dump)."""
@@ -219,7 +190,7 @@ def check_extensions(cluster: Cluster, archive: Path, source: Path) -> list[str]
 def load(cluster: Cluster, dataset: DatasetRequest) -> None:
     """Restore the dump into the running, empty cluster (see the module's docstring)."""
     source, sha256 = dump_of(dataset)
-    with staged(source, sha256) as archive:
+    with dump.staged(source, sha256) as archive:
         for ext in check_extensions(cluster, archive, source):
             cluster.psql(f'CREATE EXTENSION IF NOT EXISTS "{ext}"', dbname=DATABASE)
         cluster.psql(role.handover_sql(), dbname=DATABASE)
@@ -262,16 +233,14 @@ class QueriesDriver:
         return "psql and pg_restore of each build"
 
     def dataset_bytes(self, dataset: DatasetRequest, block_size_bytes: int) -> tuple[int, str]:
-        source, _ = dump_of(dataset)
-        files = [source] if source.is_file() else list(source.glob("*"))
-        size = sum(p.stat().st_size for p in files if p.is_file())
-        nbytes = int(size * RESTORED_PER_DUMP_BYTE * 100 / dataset.fillfactor)
-        return nbytes, f"dump of {size} bytes x {RESTORED_PER_DUMP_BYTE} (compressed archive)"
+        """Measured at an earlier restore, else estimated from the dump: dump_room says
+        which, with the figure."""
+        return dump_room.room(dataset, block_size_bytes)
 
     def load_estimate_s(self, dataset: DatasetRequest) -> float:
         """pg_restore + VACUUM (FREEZE, ANALYZE): a few seconds fixed, about 1 min per
         100 MB of archive here (a rough guess for the plan's ETA)."""
-        return 5.0 + self.dataset_bytes(dataset, 8192)[0] / 100e6 * 60 / RESTORED_PER_DUMP_BYTE
+        return 5.0 + dump_room.archive_bytes(dump_of(dataset)[0]) / 100e6 * 60
 
     def dataset_label(self, dataset: DatasetRequest) -> str:
         source, sha256 = dump_of(dataset)

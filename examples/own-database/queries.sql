@@ -1,12 +1,15 @@
 -- The queries of examples/own-database-pagesize.toml: one statement per `;`, each
--- named by the `-- name:` line before it (else q1, q2, ... by position).
+-- named by the `-- name:` line before it (else q1, q2, ... by position). A `-- params:
+-- FILE.csv` line runs its statement once per row of the CSV (beside this file), the
+-- row's values as $1, $2, ...: customer_orders below, for 5 customers per pass.
 
 -- name: point_lookup
 SELECT * FROM customers WHERE id = 4242;
 
 -- name: customer_orders
+-- params: customer_ids.csv
 SELECT o.id, o.placed_at, o.status
-FROM orders o WHERE o.customer_id = 77 ORDER BY o.placed_at DESC LIMIT 20;
+FROM orders o WHERE o.customer_id = $1 ORDER BY o.placed_at DESC LIMIT 20;
 
 -- name: range_scan
 SELECT count(*), min(placed_at), max(placed_at)

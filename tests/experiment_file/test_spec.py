@@ -25,8 +25,9 @@ def load_example(path: Path, tmp_path: Path) -> spec.Experiment:
     staged = tmp_path / "examples"
     (staged / "own-database").mkdir(parents=True, exist_ok=True)
     (staged / path.name).write_text(path.read_text())
-    queries = path.parent / "own-database" / "queries.sql"
-    (staged / "own-database" / "queries.sql").write_text(queries.read_text())
+    for name in ("queries.sql", "customer_ids.csv"):  # the queries and their params
+        text = (path.parent / "own-database" / name).read_text()
+        (staged / "own-database" / name).write_text(text)
     (staged / "own-database" / "app.dump").write_bytes(b"PGDMP" + bytes(507))
     return spec.load(staged / path.name)
 

@@ -173,12 +173,27 @@ def test_the_experiment_file_reads_a_dump_and_queries(tmp_path: Path) -> None:
     assert trust.refused(spec.load(path), frozenset(), tmp_path) == []  # files beside it
 
 
+def test_pgbench_scripts_run_on_the_restored_dump(tmp_path: Path) -> None:
+    """The dump is restored by the queries driver's load; pgbench runs the user's script
+    (tests/workloads/test_own_database_pgbench_real.py runs one)."""
+    (tmp_path / "mine.sql").write_text("SELECT 1;\n")
+    toml = TOML.replace('{ driver = "queries", file = "queries.sql", passes = 3 }',
+                        '{ scripts = ["mine.sql"] }')  # fmt: skip
+    v = spec.load(_experiment(tmp_path, toml)).variants()[0]
+    assert v.dataset.driver == "queries" and v.workload.driver == "pgbench"
+    assert v.workload.scripts == (str(tmp_path / "mine.sql"),)
+    assert v.dataset.option("dump") == str(tmp_path / "app.dump")
+
+
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
         ('dataset = { dump = "app.dump" }\n', "", "matrix.workload.driver: the queries driver"),
         ('workload = { driver = "queries", file = "queries.sql", passes = 3 }\n',
          'workload = "select-only"\n', "matrix.dataset: a dump is restored for the queries"),
+        ('workload = { driver = "queries", file = "queries.sql", passes = 3 }\n',
+         'workload = { driver = "sysbench", test = "oltp_read_only" }\n',
+         "matrix.dataset: a dump is restored for the queries driver and pgbench custom"),
         ('"app.dump"', '"queries.sql"', "matrix.dataset.dump: .*queries.sql is not a pg_dump"),
         ('"app.dump"', '"gone.dump"',
          "matrix.dataset.dump: dump .*gone.dump.* does not exist: make it first with pg_dump -Fc"),

@@ -61,10 +61,19 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
     queries = (EXAMPLE / "queries.sql").read_text() + FAILS_AT_4K
     (exp_dir / "queries.sql").write_text(queries)
     (exp_dir / "customers.csv").write_text(CUSTOMERS_CSV)
+    (exp_dir / "customer_ids.csv").write_text((EXAMPLE / "customer_ids.csv").read_text())
     (exp_dir / "own-db.toml").write_text(TOML)
     results = tmp_path / "results"
+    # the plan's room: estimated from the dump before it is restored, measured after
+    plan = blocklab_wide("plan", str(exp_dir / "own-db.toml"), "--results", str(results))
+    assert plan.returncode == 0, plan.stdout[-3000:] + plan.stderr[-3000:]
+    assert "estimated from the dump: 4 tables, 412,000 rows" in plan.stdout, plan.stdout
     run = blocklab_wide("run", str(exp_dir / "own-db.toml"), "--results", str(results), "-q")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    plan = blocklab_wide("plan", str(exp_dir / "own-db.toml"), "--results", str(results))
+    assert "room (dir):" in plan.stdout and "measured when the dataset was restored (2 " in (
+        " ".join(plan.stdout.split())
+    ), plan.stdout
     # restored once per build (and storage): two snapshots, each with the dump's tables
     # this test's dump only: the session's work directory holds other tests' datasets
     metas = sorted((paths.work / "datasets").glob("*/meta.json"))
@@ -84,7 +93,8 @@ def test_a_dump_and_queries_compared_across_page_sizes(  # type: ignore[no-untyp
         by_label: dict[str, set[str]] = {}
         for r in rows:
             by_label.setdefault(labels[r["variant_id"]], set()).add(r["query"])
-            calls = 2 * 3 if r["query"] == "by_customer" else 2  # passes x the CSV's rows
+            rows_of = {"by_customer": 3, "customer_orders": 5}  # the CSVs' rows (or 1 call)
+            calls = 2 * rows_of.get(r["query"], 1)  # passes x calls per pass
             assert r["calls"] == calls and r["time_ms_mean"] > 0 and r["plan_fingerprint"]
         eight = {q for q in by_label["bs=8k"]}
         assert "fails_at_4k" in eight and "by_customer" in eight and len(eight) == 10
