@@ -40,7 +40,10 @@ use of the CPUs is measured per slice instead (an account before and after each 
 which both servers' trees and blocklab's are known: blocklab.probes.disturbance
 .read_round_account), written to `slices.csv` and summed over each variant's own slices
 into its record's `disturbance_cpu_s` and `disturbance_cpu_share` (slices_disturbance), so
-a burst of other work lands on the variant whose slices it slowed.
+a burst of other work lands on the variant whose slices it slowed. Each measured slice
+writes the driver's logs into the variant's raw directory (pgbench: its per-transaction log
+sampled at 10 %), read once after the round: latency percentiles over all of the variant's
+slices (slices_log_metrics).
 
 Caveats (docs/PRECISION.md): with checkpoint "free" each server's checkpoint timer runs
 in wall-clock time while it is driven about half of it, so per-transaction WAL and
@@ -72,7 +75,7 @@ from blocklab.probes import disturbance
 from blocklab.store import RunRecord
 from blocklab.timestamps import now_iso
 from blocklab.workloads import dataset
-from blocklab.workloads.base import run_endpoint
+from blocklab.workloads.base import WorkloadResult, run_endpoint
 from blocklab.workloads.execution import execute
 
 SLICE_GRACE_S = 60
@@ -81,6 +84,8 @@ HOST_WIDE_PREFIXES = ("host_", "disturbance_")  # the whole machine's: both serv
 SLICES_CSV = "slices.csv"
 UNPLANNED_CHECKPOINTS = "interleaved_unplanned_checkpoints"
 UNPLANNED_TRIGGERS = ("time", "wal")
+# what a driver's record gives that a slice's pieces cannot make (each slice's connection)
+NOT_FROM_SLICES = ("initial_connection_ms",)
 
 
 class OwnServers(Protocol):
@@ -278,12 +283,17 @@ def start(server: Server) -> None:
     c.psql("CHECKPOINT")
 
 
-def run_slice(server: Server, seconds: int, stem: str, position: int) -> SliceRun:
-    """One driver execution of -T `seconds` against the server (the runner's command)."""
+def run_slice(
+    server: Server, seconds: int, stem: str, position: int, *, logged: bool = True
+) -> SliceRun:
+    """One driver execution of -T `seconds` against the server (the runner's command).
+    `logged`: with the measured run's logs (pgbench: its sampled per-transaction log),
+    which accumulate in the variant's raw directory, one file per slice's process."""
     t, c = server.target, server.target.cluster
     vid, driver = t.variant.variant_id, t.driver
     ep = run_endpoint(c, driver)
-    argv = driver.command(c.inst, ep, t.variant.workload, raw_dir=None, duration_s=seconds)
+    raw_dir = server.raw_dir if logged else None
+    argv = driver.command(c.inst, ep, t.variant.workload, raw_dir=raw_dir, duration_s=seconds)
     res = execute(
         argv, server.raw_dir, stem, timeout_s=seconds + SLICE_GRACE_S, server_alive=c.alive
     )
@@ -332,7 +342,7 @@ def open_server(lab: OwnServers, v: Variant, raw_dir: Path, *, slot: int, aligne
         return server
     warmup_s = v.workload.warmup_s
     if warmup_s > 0:
-        warm = run_slice(server, warmup_s, "warmup", -1)
+        warm = run_slice(server, warmup_s, "warmup", -1, logged=False)
         if warm.reason:
             server.reason = f"warm-up failed: {warm.reason}"
     return server
@@ -370,6 +380,30 @@ def end_probes(server: Server, mine: Sequence[SliceRun]) -> None:
     server.provenance["probe_missing"] = (
         dict(missing) if isinstance(missing, Mapping) else list(missing)
     )
+
+
+def slices_log_metrics(server: Server, mine: Sequence[SliceRun]) -> dict[str, float | None]:
+    """What the driver reads from its slices' logs in the raw directory (pgbench: latency
+    percentiles over every sampled transaction of the variant's slices, and the log's
+    coverage of their transactions); its facts go to the provenance."""
+    got = [s for s in mine if not s.reason]
+    if not got or len(got) < len(mine):
+        return {}
+    total = WorkloadResult(
+        throughput=None,
+        throughput_unit="",
+        latency_avg_ms=None,
+        latency_stddev_ms=None,
+        transactions=sum(s.transactions for s in got),
+        failed=0,
+    )
+    try:
+        part = server.target.driver.record(total, "", server.raw_dir)
+    except (BlocklabError, OSError, ValueError) as e:  # the logs must not cost the round
+        server.provenance["slice_logs"] = f"not read: {type(e).__name__}: {e}"
+        return {}
+    server.provenance.update(part.provenance)
+    return {k: v for k, v in part.metrics.items() if k not in NOT_FROM_SLICES}
 
 
 def stop(server: Server) -> None:
@@ -450,6 +484,7 @@ def _measure(
     for vid, s in servers.items():
         end_probes(s, [x for x in slices if x.variant_id == vid])
         s.metrics |= slices_disturbance([x for x in slices if x.variant_id == vid])
+        s.metrics |= slices_log_metrics(s, [x for x in slices if x.variant_id == vid])
         s.metrics["interleaved_window_s"] = round(elapsed, 6)
         write_slices_csv(s.raw_dir / SLICES_CSV, [x for x in slices if x.variant_id == vid])
     return slices

@@ -141,6 +141,13 @@ def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
             m["run_id"]: m["value"]
             for m in c.execute("SELECT * FROM metrics WHERE name = 'disturbance_cpu_share'")
         }
+        logged = {
+            (m["run_id"], m["name"]): m["value"]
+            for m in c.execute(
+                "SELECT * FROM metrics WHERE name IN ('latency_p50_ms', 'latency_p99_ms', "
+                "'transaction_log_coverage_ratio')"
+            )
+        }
     assert len(every) == 4
     assert {r["status"] for r in every} == {"ok"}, [r["reason"] for r in every]
     _check_slots_and_checkpoints(every, slots, unplanned)
@@ -156,6 +163,11 @@ def test_interleaved_round_stores_one_record_per_variant_from_its_slices(
         # other processes' CPU, over this variant's slices with both servers known
         assert all(0.0 <= float(s["disturbance_cpu_share"]) <= 1.0 for s in slices), slices
         assert 0.0 <= disturbed[r["id"]] <= 1.0
+        # latency percentiles from the slices' sampled per-transaction logs (pgbench -l)
+        p50, p99 = logged[r["id"], "latency_p50_ms"], logged[r["id"], "latency_p99_ms"]
+        assert 0 < p50 <= p99, (p50, p99)
+        assert 0.5 < logged[r["id"], "transaction_log_coverage_ratio"] < 1.5
+        assert len(list((raw / "driver").glob("pgbench_log.*"))) >= 4  # one per slice at least
         measured += slices
         mine[r["variant_id"]] = sorted(slices, key=lambda s: int(s["position"]))
         xacts = sum(int(s["transactions"]) for s in slices)
