@@ -62,13 +62,29 @@ def _workload(variants: Sequence[dict[str, Any]]) -> str:
     loads = [v.get("workload", {}) for v in variants]
     names = [_workload_name(w) for w in loads]
     scales = [str(s) for v in variants if (s := v.get("dataset", {}).get("scale")) is not None]
+    dumps = [d for v in variants if (d := _dump_name(v.get("dataset", {})))]
     clients = [str(c) for w in loads if (c := w.get("clients")) is not None]
     out = _joined("", names)
-    if scales:
+    if dumps:  # restored from the user's dump: its scale is not used
+        out += _joined(", dump ", dumps)
+    elif scales:
         out += _joined(", scale ", scales)
     if clients:
         out += _joined(", ", clients) + " clients"
     return out
+
+
+def _dump_name(dataset: dict[str, Any]) -> str:
+    """The file name of the user's dump the dataset is restored from ('' for none)."""
+    dump = _pairs(dataset.get("options") or {}).get("dump")
+    return str(dump).rsplit("/", 1)[-1] if dump else ""
+
+
+def _pairs(options: Any) -> dict[str, Any]:
+    """Options stored as [name, value] pairs (or already a mapping) as a mapping."""
+    if isinstance(options, list):
+        return {str(pair[0]): pair[1] for pair in options if len(pair) == 2}
+    return dict(options)
 
 
 def _workload_name(workload: dict[str, Any]) -> str:
@@ -76,9 +92,7 @@ def _workload_name(workload: dict[str, Any]) -> str:
     what = workload.get("builtin") or ", ".join(
         str(s).rsplit("/", 1)[-1] for s in workload.get("scripts") or ()
     )
-    options = workload.get("options") or {}
-    if isinstance(options, list):  # stored as [name, value] pairs
-        options = {str(pair[0]): pair[1] for pair in options if len(pair) == 2}
+    options = _pairs(workload.get("options") or {})
     test = options.get("test") if driver != "pgbench" else None
     return " ".join(str(p) for p in (driver, what or test) if p)
 

@@ -45,3 +45,13 @@ def test_another_driver_is_named_with_its_test() -> None:
     assert setting_line(exp, [v], []) == (
         "PostgreSQL 18 · sysbench oltp_read_write, scale 10, 4 clients"
     )
+
+
+def test_a_dump_dataset_is_named_by_its_file_not_a_scale_it_does_not_use() -> None:
+    v = _variant(1, driver="queries", builtin=None, options=[["file", "/x/queries.sql"]])
+    spec = json.loads(v["variant_json"])
+    spec["dataset"] = {"driver": "queries", "scale": 10, "options": [["dump", "/x/a/app.dump"]]}
+    v = {"variant_json": json.dumps(spec)}
+    assert setting_line({"host_json": "{}"}, [v], []) == (
+        "PostgreSQL 18 · queries, dump app.dump, 1 clients"
+    )

@@ -302,11 +302,12 @@
   }
 
   // Per statistic the driver stored (average; p95, max, ... where it reports them), each
-  // variant's runs as a box; the note says when no percentile exists (pgbench).
+  // variant's runs as a box; the note says where the percentiles come from, or that none
+  // exists (pgbench runs stored before its sampled per-transaction log).
   function latencyChart(lat, col) {
     const note = document.getElementById("latency-note");
-    if (note) note.textContent = lat.percentiles ? "Percentiles as the driver reports them over each run."
-      : "No percentile is stored for these runs: pgbench reports each run's average latency and its standard deviation only.";
+    if (note) note.textContent = lat.percentiles ? "Percentiles as the driver reports them over each run; pgbench's from its per-transaction log, 10 % of the transactions sampled."
+      : "No percentile is stored for these runs: pgbench runs made before its sampled per-transaction log have each run's average latency and its standard deviation only.";
     simpleChart("latency-chart", lat.variants.map((v) => ({ type: "box", name: v.label, x: v.x, y: v.y,
       boxpoints: "all", jitter: 0.3, pointpos: 0, marker: { color: col[v.label], size: 6 }, line: { color: col[v.label] } })),
       { boxmode: "group", xaxis: { type: "category", categoryorder: "array", categoryarray: lat.stats },
