@@ -386,15 +386,14 @@ def slices_log_metrics(server: Server, mine: Sequence[SliceRun]) -> dict[str, fl
     """What the driver reads from its slices' logs in the raw directory (pgbench: latency
     percentiles over every sampled transaction of the variant's slices, and the log's
     coverage of their transactions); its facts go to the provenance."""
-    got = [s for s in mine if not s.reason]
-    if not got or len(got) < len(mine):
+    if not mine or any(s.reason for s in mine):  # a failed record: no metrics to add
         return {}
     total = WorkloadResult(
         throughput=None,
         throughput_unit="",
         latency_avg_ms=None,
         latency_stddev_ms=None,
-        transactions=sum(s.transactions for s in got),
+        transactions=sum(s.transactions for s in mine),
         failed=0,
     )
     try:
@@ -482,11 +481,12 @@ def _measure(
     ]
     elapsed = time.monotonic() - t0
     for vid, s in servers.items():
-        end_probes(s, [x for x in slices if x.variant_id == vid])
-        s.metrics |= slices_disturbance([x for x in slices if x.variant_id == vid])
-        s.metrics |= slices_log_metrics(s, [x for x in slices if x.variant_id == vid])
+        mine = [x for x in slices if x.variant_id == vid]
+        end_probes(s, mine)
+        s.metrics |= slices_disturbance(mine)
+        s.metrics |= slices_log_metrics(s, mine)
         s.metrics["interleaved_window_s"] = round(elapsed, 6)
-        write_slices_csv(s.raw_dir / SLICES_CSV, [x for x in slices if x.variant_id == vid])
+        write_slices_csv(s.raw_dir / SLICES_CSV, mine)
     return slices
 
 
