@@ -32,9 +32,13 @@ that matches each order.
   every pair of slices holds each variant once, and with a multiple of 4 slices both mean
   positions are equal, so a drift linear in time cancels within the round). A round stores
   ONE record per variant (its slices aggregated: total transactions / total seconds), so
-  it is analysed exactly as paired; the variants swap their two storage slots every
-  two rounds, balanced over 4 rounds, and the design's A/A is slot 1 / slot 0
-  (blocklab.analysis.interleaved_checks.slot_aa). Two caveats. (a) With checkpoint "free"
+  it is analysed as paired with one term more: the variants swap their two storage
+  slots every two rounds, balanced over 4 rounds, and every comparison fits the slot the
+  variant held (-1/+1) beside the effect (blocklab.analysis.stats.paired_fit, n - 2 df),
+  so a bias between the slots neither shifts the estimate of 6 rounds (4 on one slot, 2
+  on the other) nor widens its interval; the design's A/A is the same fit's slot term,
+  slot 1 / slot 0 (blocklab.analysis.interleaved_checks.slot_aa). Two caveats.
+  (a) With checkpoint "free"
   each server's checkpoint timer runs in wall-clock time while the server is driven about
   half of it: each server sees about twice as many checkpoints per transaction as a run
   alone, so per-transaction WAL and full-page images are not those of a run alone;

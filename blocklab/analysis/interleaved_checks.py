@@ -28,8 +28,6 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-import numpy as np
-
 from blocklab.analysis import carryover, stats
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.designs import aa_rounds
@@ -68,6 +66,13 @@ def design_aa(
         return aa, SLOT_AA_LABEL
     halves = [(per_round(ref, AA_TPS_HALF0), per_round(ref, AA_TPS_HALF1))]
     return aa_halves(halves, higher_is_better=higher_is_better), AA_LABEL_SUFFIX
+
+
+def slot_signs(slots: RoundValues) -> dict[int, float]:
+    """A variant's storage slot per round as the -1/+1 factor its comparison fits beside
+    the effect (stats.paired_fit): +1 on slot 1, -1 on slot 0. With two variants, the
+    other's slot decides both (the reference held the other one)."""
+    return {r: 1.0 if s == 1 else -1.0 for r, s in slots.items()}
 
 
 def _flipped(verdict: str) -> str:
@@ -134,26 +139,18 @@ def slot_aa(
             "with each variant on each slot"
         )
         return stats.Comparison(n, stats.RATIO, centre, None, None, None, stats.TOO_FEW, None, why)
-    centre, se = _intercept_fit(np.array(x), np.array(d))
+    fit = stats.paired_fit(d, x)
+    centre, se = fit.centre, fit.se
     if se <= 1e-12:
         note = "the slot ratio is identical in every round (zero variance): no t-test"
         return stats.Comparison(
             n, stats.RATIO, math.exp(centre), None, None, None, stats.UNDETERMINED, None, note
         )
-    half = stats.t_quantile(n - 2) * se
+    half = stats.t_quantile(fit.df) * se
     low, high = math.exp(centre - half), math.exp(centre + half)
     verdict = stats.NO_DIFFERENCE
     if not low <= 1.0 <= high:
         verdict = stats.FASTER if low > 1 else stats.SLOWER
     width = (high - low) / 2 / math.exp(centre) * 100
-    p = stats.two_sided_p(centre / se, n - 2)
+    p = stats.two_sided_p(centre / se, fit.df)
     return stats.Comparison(n, stats.RATIO, math.exp(centre), low, high, p, verdict, width)
-
-
-def _intercept_fit(x: np.ndarray, d: np.ndarray) -> tuple[float, float]:
-    """Ordinary least squares d = a + b x: a and its standard error (n - 2 df)."""
-    design = np.column_stack([np.ones(len(x)), x])
-    coef, *_ = np.linalg.lstsq(design, d, rcond=None)
-    resid = d - design @ coef
-    s2 = float(resid @ resid) / (len(x) - 2)
-    return float(coef[0]), math.sqrt(s2 * float(np.linalg.inv(design.T @ design)[0, 0]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from blocklab.analysis import stats
@@ -297,8 +297,10 @@ def compare(
     values: dict[int, float],
     info: MetricInfo,
     equivalence_pct: float = stats.EQUIVALENCE_PCT,
+    nuisance: Mapping[int, float] | None = None,
 ) -> stats.Comparison:
-    """The paired comparison in the metric's own direction; a share (a fraction or a
+    """The paired comparison in the metric's own direction (with a per-round -1/+1
+    `nuisance` fitted beside the effect: stats.paired_fit); a share (a fraction or a
     percentage) as its difference in percentage points, a t interval on the per-round
     differences (a change of a hit ratio from 98 % to 99 % is +1 pp, not +1.0 %), and
     "equal within ±X" for a share is ±X percentage points, not X % of its mean."""
@@ -312,6 +314,7 @@ def compare(
         margin=(equivalence_pct / 100 if info.unit == "fraction" else equivalence_pct)
         if share
         else None,
+        nuisance=nuisance,
     )
 
 

@@ -192,6 +192,9 @@ class Comparison:
     tost_p: float | None = None  # the larger of the two one-sided p-values
     sd: float | None = None  # stdev of the per-round samples (log ratios, or differences)
     equivalence_unit: str = "%"  # "pp" when X is in percentage points (a share's margin)
+    se: float | None = None  # standard error of the estimate on the test's scale
+    df: int | None = None  # its degrees of freedom (n - 1, or n - 2 with a nuisance fitted)
+    nuisance: float | None = None  # the fitted nuisance coefficient (paired_fit), if any
 
     @property
     def ratio(self) -> float | None:
@@ -225,6 +228,7 @@ def compare_paired(
     equivalence_pct: float = EQUIVALENCE_PCT,
     difference: bool = False,  # the DIFFERENCE scale even if all > 0 (a share: points)
     margin: float | None = None,  # X as an absolute difference (a share: X pp), not % of a mean
+    nuisance: Mapping[int, float] | None = None,  # round -> -1/+1 factor to fit (paired_fit)
 ) -> Comparison:
     """Compare `other` with `ref`, both round -> value. Unpaired rounds are ignored.
 
@@ -246,32 +250,77 @@ def compare_paired(
     )
     back = _back(scale)
     n = len(rounds)
-    centre = statistics.fmean(samples)
     if n < MIN_PAIRS:
         note = _join(note, f"{n} paired round: need at least {MIN_PAIRS} for a CI")
-        return Comparison(n, scale, back(centre), None, None, None, TOO_FEW, None, note)
-    sd = statistics.stdev(samples)
-    if sd <= _ZERO_SPREAD * max(1.0, abs(centre)):
+        return Comparison(n, scale, back(statistics.fmean(samples)), *_NONE3, TOO_FEW, None, note)
+    fit = paired_fit(samples, _column(rounds, nuisance))
+    if fit.sd <= _ZERO_SPREAD * max(1.0, abs(fit.centre)):
         note = _join(note, _zero_variance_note(scale, a, b))
-        return Comparison(n, scale, back(centre), None, None, None, UNDETERMINED, None, note)
-    half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
-    low, high = back(centre - half), back(centre + half)
-    p = two_sided_p(centre / (sd / math.sqrt(n)), n - 1)
+        return Comparison(n, scale, back(fit.centre), *_NONE3, UNDETERMINED, None, note)
+    half = t_quantile(fit.df, confidence) * fit.se
+    low, high = back(fit.centre - half), back(fit.centre + half)
     points = margin is not None and scale == DIFFERENCE  # X in a share's points
     bounds = (
         (-margin, margin)
         if margin is not None and points
         else equivalence_bounds(equivalence_pct, scale, statistics.fmean(a))
     )
-    p_tost = tost_p(samples, *bounds)
+    p_tost = _tost_p_fit(fit, *bounds)
     equivalent = p_tost < EQUIVALENCE_ALPHA
     verdict = _verdict(low, high, _no_change(scale), higher_is_better, equivalent)
-    base = back(centre) if scale == RATIO else statistics.fmean(a)
+    base = back(fit.centre) if scale == RATIO else statistics.fmean(a)
     width = (high - low) / 2 / base * 100 if base > 0 else None
+    p = two_sided_p(fit.centre / fit.se, fit.df)
     return Comparison(
-        *(n, scale, back(centre), low, high, p, verdict, width, note),
-        *(equivalence_pct, equivalent, p_tost, sd, "pp" if points else "%"),
+        *(n, scale, back(fit.centre), low, high, p, verdict, width, note),
+        *(equivalence_pct, equivalent, p_tost, fit.sd, "pp" if points else "%"),
+        *(fit.se, fit.df, fit.nuisance),
     )
+
+
+_NONE3 = (None, None, None)
+
+
+def _column(rounds: Sequence[int], nuisance: Mapping[int, float] | None) -> list[float] | None:
+    if nuisance is None or any(r not in nuisance for r in rounds):
+        return None
+    return [nuisance[r] for r in rounds]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The per-round samples' effect on the test's scale, its standard error and degrees
+    of freedom, and the per-round spread left around the fit (`sd`)."""
+
+    centre: float
+    se: float
+    df: int
+    sd: float
+    nuisance: float | None = None  # the fitted nuisance coefficient, when one was fitted
+
+
+def paired_fit(samples: Sequence[float], nuisance: Sequence[float] | None = None) -> Fit:
+    """The mean of the per-round samples and its standard error on n - 1 df (a one-sample
+    t-test), or, with a `nuisance` column that takes two values and leaves a degree of
+    freedom (n >= 3), the intercept of the least-squares fit
+    sample = effect + b * nuisance on n - 2 df. Coded -1/+1 for a factor the design
+    balances (interleaved: which storage slot the variant held), the intercept is the
+    effect averaged over both levels: the plain mean when the levels are balanced over the
+    rounds, free of the factor's bias when they are not, and its error leaves out the
+    spread the factor puts between rounds (the crossover trial's period effect, fitted the
+    same way). statsmodels' OLS gives the same intercept, error and interval (tested)."""
+    n = len(samples)
+    if nuisance is None or len(set(nuisance)) < 2 or n < 3:
+        sd = statistics.stdev(samples)
+        return Fit(statistics.fmean(samples), sd / math.sqrt(n), n - 1, sd)
+    zbar, dbar = statistics.fmean(nuisance), statistics.fmean(samples)
+    sxx = sum((z - zbar) ** 2 for z in nuisance)
+    slope = sum((z - zbar) * (d - dbar) for z, d in zip(nuisance, samples, strict=True)) / sxx
+    centre = dbar - slope * zbar
+    rss = sum((d - centre - slope * z) ** 2 for z, d in zip(nuisance, samples, strict=True))
+    s2 = rss / (n - 2)
+    se = math.sqrt(s2 * (1 / n + zbar**2 / sxx))
+    return Fit(centre, se, n - 2, math.sqrt(s2), slope)
 
 
 def equivalence_bounds(pct: float, scale: str, ref_mean: float) -> tuple[float, float]:
@@ -290,15 +339,19 @@ def tost_p(samples: Sequence[float], low: float, high: float) -> float:
     the p-values of "mean <= low" and "mean >= high" (statsmodels' ttost_paired on the
     log values gives the same). Below alpha exactly when the (1 - 2 alpha) t interval lies
     inside (low, high). 1.0 when the bounds are empty or the samples have no spread."""
-    n = len(samples)
-    if n < MIN_PAIRS or not low < high:
+    if len(samples) < MIN_PAIRS:
         return 1.0
-    se = statistics.stdev(samples) / math.sqrt(n)
-    centre = statistics.fmean(samples)
-    if se == 0:
-        return 0.0 if low < centre < high else 1.0
-    p_low = float(_special.stdtr(n - 1, -(centre - low) / se))  # H0: mean <= low
-    p_high = float(_special.stdtr(n - 1, (centre - high) / se))  # H0: mean >= high
+    return _tost_p_fit(paired_fit(samples), low, high)
+
+
+def _tost_p_fit(fit: Fit, low: float, high: float) -> float:
+    """TOST on a fitted effect: its t statistics against both bounds on the fit's df."""
+    if not low < high:
+        return 1.0
+    if fit.se == 0:
+        return 0.0 if low < fit.centre < high else 1.0
+    p_low = float(_special.stdtr(fit.df, -(fit.centre - low) / fit.se))  # H0: mean <= low
+    p_high = float(_special.stdtr(fit.df, (fit.centre - high) / fit.se))  # H0: mean >= high
     return max(p_low, p_high)
 
 
@@ -311,12 +364,12 @@ def tost_interval(c: Comparison) -> tuple[float, float] | None:
     reported scale: "equal within ±X %" holds exactly when it lies inside ±X, so a verdict
     of equal can show it beside the 95 % interval, which may reach past ±X. None without a
     spread to build it from."""
-    if c.estimate is None or c.sd is None or c.n_pairs < MIN_PAIRS:
+    if c.estimate is None or c.se is None or c.df is None:
         return None
     if c.scale == RATIO and c.estimate <= 0:
         return None
     centre = math.log(c.estimate) if c.scale == RATIO else c.estimate
-    half = t_quantile(c.n_pairs - 1, 1 - 2 * EQUIVALENCE_ALPHA) * c.sd / math.sqrt(c.n_pairs)
+    half = t_quantile(c.df, 1 - 2 * EQUIVALENCE_ALPHA) * c.se
     back = _back(c.scale)
     return back(centre - half), back(centre + half)
 

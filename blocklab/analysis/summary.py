@@ -228,6 +228,7 @@ def summarize_experiment(
         for vid, runs in runs_of.items()
     }
     values_of = {vid: rv.values for vid, rv in reduced.items()}
+    slots = _slot_signs(db, design, runs_of, refs)
     aa_refs = sorted(refs & set(runs_of))
     if design == designs.AA_CONTROL and aa_refs:
         up = info.higher_is_better is not False
@@ -236,7 +237,9 @@ def summarize_experiment(
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs)
     for v in variants:
         runs = runs_of[v["variant_id"]]
-        vs = _variant_summary(db, v, ref_id, runs, values_of, labels, info, result.equivalence_pct)
+        vs = _variant_summary(
+            db, v, ref_id, runs, values_of, labels, info, result.equivalence_pct, slots
+        )
         vs.dropped = reduced[v["variant_id"]].dropped
         result.variants.append(vs)
     result.carryover = carry_over(db, all_runs, metric)
@@ -277,6 +280,22 @@ def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
         carryover.PositionRun(v.round, int(r["position"]), r["variant_id"], v.value)
         for r, v in zip(runs, values, strict=True)
     )
+
+
+def _slot_signs(
+    db: ResultsStore, design: str, runs_of: Mapping[str, Sequence[Row]], refs: set[str]
+) -> dict[str, dict[int, float]]:
+    """interleaved with one variant beside its reference: that variant's storage slot per
+    round as -1/+1 (checks.slot_signs), fitted beside its effect in every metric's
+    comparison, so a bias between the two slots neither shifts the estimate (6 rounds hold
+    each variant 4 times on one slot, 2 on the other) nor widens its interval. Empty for
+    other designs and for records without slots."""
+    others = [vid for vid in runs_of if vid not in refs]
+    if design != designs.INTERLEAVED or len(others) != 1 or len(runs_of) != 2:
+        return {}
+    runs = run_values(db, runs_of[others[0]], checks.STORAGE_SLOT)
+    slots = per_round_values(design, runs, is_reference=False).values
+    return {others[0]: checks.slot_signs(slots)} if slots else {}
 
 
 def interleaved_checks(
@@ -373,6 +392,7 @@ def _variant_summary(
     labels: dict[str, str],
     info: MetricInfo,
     equivalence_pct: float = stats.EQUIVALENCE_PCT,
+    slots: Mapping[str, Mapping[int, float]] | None = None,
 ) -> VariantSummary:
     """Variant `v`'s summary from its `runs`, compared with its reference's values (the
     experiment's reference `ref_id` unless it names its own)."""
@@ -383,7 +403,8 @@ def _variant_summary(
     is_ref = my_ref is None or vid == my_ref
     comparison = None
     if my_ref is not None and not is_ref:
-        comparison = compare(values_of.get(my_ref, {}), values, info, equivalence_pct)
+        nuisance = (slots or {}).get(vid)
+        comparison = compare(values_of.get(my_ref, {}), values, info, equivalence_pct, nuisance)
     return VariantSummary(
         variant_id=vid,
         label=v["label"],

@@ -237,7 +237,8 @@ DESIGN_ANALYSIS = {
     "aa-control": "paired plus the reference twice per round; the reference's value is the "
     "geometric mean of its 2 runs",
     "interleaved": "both servers up, slices in turns; per-round ratios of each variant's "
-    "slices (total transactions / total seconds); storage slots swapped every two rounds; "
+    "slices (total transactions / total seconds); storage slots swapped every two rounds "
+    "and fitted beside the effect (n - 2 df); "
     'with checkpoint "free" each server\'s checkpoint timer ran while the other was driven '
     '(per-transaction WAL and full-page images are not a lone run\'s), with "aligned" both '
     "windows start at a CHECKPOINT and span the same driven seconds",

@@ -184,6 +184,12 @@ def test_records_with_their_storage_slot_give_the_slot_aa(tmp_path: Path) -> Non
         want = interleaved_checks.slot_aa(ref_tps, ref_slot, new_tps)
         assert s.aa == want and want.ci95_low is not None and want.ci95_low > 1
         assert want.estimate == pytest.approx(1.05, rel=0.01)
+        # the A/B fits the same slot beside the effect (stats.paired_fit): n - 2 df, and
+        # the 5 % slot bias leaves the interval
+        (ab,) = [v.comparison for v in s.variants if v.variant_id == "new"]
+        assert ab is not None and (ab.df, ab.n_pairs) == (6, 8)
+        assert ab.nuisance == pytest.approx(math.log(1.05), abs=0.01)
+        assert ab.estimate == pytest.approx(0.98, rel=0.01)
         assert s.aa_label == f"ref {interleaved_checks.SLOT_AA_LABEL}"
         out = _printed(db)
         assert f"A/A noise floor (ref {interleaved_checks.SLOT_AA_LABEL}, 8 rounds)" in out, out
