@@ -28,7 +28,7 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from blocklab.analysis import carryover, stats
+from blocklab.analysis import aa, carryover, stats
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.designs import aa_rounds
 
@@ -153,4 +153,6 @@ def slot_aa(
         verdict = stats.FASTER if low > 1 else stats.SLOWER
     width = (high - low) / 2 / math.exp(centre) * 100
     p = stats.two_sided_p(centre / se, fit.df)
-    return stats.Comparison(n, stats.RATIO, math.exp(centre), low, high, p, verdict, width)
+    return stats.Comparison(
+        n, stats.RATIO, math.exp(centre), low, high, p, verdict, width, aa.FITTED_OUT
+    )

@@ -38,7 +38,7 @@ machine and usually one device, so device-level metrics could not be told apart:
 record's provenance says `interleaved: device metrics not attributable`. Other processes'
 use of the CPUs is measured per slice instead (an account before and after each slice in
 which both servers' trees and blocklab's are known: blocklab.probes.disturbance
-.read_round_account), written to `slices.csv` and summed over each variant's own slices
+.read_account), written to `slices.csv` and summed over each variant's own slices
 into its record's `disturbance_cpu_s` and `disturbance_cpu_share` (slices_disturbance), so
 a burst of other work lands on the variant whose slices it slowed. Each measured slice
 writes the driver's logs into the variant's raw directory (pgbench: its per-transaction log
@@ -320,7 +320,7 @@ def accounted_slice(server: Server, seconds: int, position: int, pids: Sequence[
 
 def _round_account(pids: Sequence[int]) -> disturbance.CpuAccount | None:
     try:
-        return disturbance.read_round_account(pids)
+        return disturbance.read_account(pids)
     except OSError:  # a probe must not cost the round: the slice is "not measured"
         return None
 

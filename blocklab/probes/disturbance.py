@@ -198,38 +198,31 @@ def _read_bytes(names: Iterable[str]) -> dict[str, int | None]:
 
 
 def read_account(
-    server_pid: int,
+    server_pids: Sequence[int],
     stats: PidStats | None = None,
     backing: Mapping[str, Sequence[str]] | None = None,
 ) -> CpuAccount | None:
-    """This instant's account: the server's tree and blocklab's own (this process's);
-    `stats`: read_stats() already made (or a scan: blocklab.probes.sampler.read_pid_stats);
-    `backing`: backing_devices() of the run's devices."""
+    """This instant's account: the servers' trees (one run's server, or the interleaved
+    design's two of a round) and blocklab's own (this process's); `stats`: read_stats()
+    already made (or a scan: blocklab.probes.sampler.read_pid_stats); `backing`:
+    backing_devices() of the run's devices (none: no device account)."""
     ticks = read_cpu()
     if ticks is None:
         return None
     backing = backing or {}
     names = {*backing, *(x for loops in backing.values() for x in loops)}
     devices = device_account(_read_bytes(names), backing)
-    scan = read_stats(server_pid) if stats is None else stats
-    roots = [os.getpid()] + ([server_pid] if server_pid > 0 else [])
+    scan = read_stats(server_pids) if stats is None else stats
+    roots = [os.getpid(), *_live(server_pids)]
     return dataclasses.replace(account(scan, ticks, roots), devices=devices)
 
 
-def read_round_account(server_pids: Sequence[int]) -> CpuAccount | None:
-    """This instant's account with several servers' trees known (the interleaved design's
-    two servers of a round) beside blocklab's own; no devices."""
-    ticks = read_cpu()
-    if ticks is None:
-        return None
-    pids = [p for p in server_pids if p > 0]
-    scan = read_pid_stats([os.getpid(), KTHREADD_PID, *pids])
-    return account(scan, ticks, [os.getpid(), *pids])
-
-
-def read_stats(server_pid: int) -> dict[int, tuple[int, float]]:
-    """What account() needs and no more: the server's tree, blocklab's own and the kernel
+def read_stats(server_pids: Sequence[int]) -> dict[int, tuple[int, float]]:
+    """What account() needs and no more: the servers' trees, blocklab's own and the kernel
     threads' (kthreadd's), walked from their roots (every other process is "other" by
     subtraction from /proc/stat, so /proc is not scanned)."""
-    roots = [os.getpid(), KTHREADD_PID] + ([server_pid] if server_pid > 0 else [])
-    return read_pid_stats(roots)
+    return read_pid_stats([os.getpid(), KTHREADD_PID, *_live(server_pids)])
+
+
+def _live(server_pids: Sequence[int]) -> list[int]:
+    return [p for p in server_pids if p > 0]

@@ -105,7 +105,7 @@ class Instrumentation:
         timed = {
             "pg_stat_io": lambda: self._query_stat_io([]),
             "cpu_account": lambda: disturbance.read_account(
-                self.ctx.server_pid, None, self._backing
+                [self.ctx.server_pid], None, self._backing
             ),
             "space_pass": self._space,
         }
@@ -161,9 +161,9 @@ class Instrumentation:
         pg, errors = self._query_counters()
         snap = host_snapshot(pg, [d.name for d in self.ctx.devices], errors)
         if with_server_cpu:
-            stats = disturbance.read_stats(self.ctx.server_pid)
+            stats = disturbance.read_stats([self.ctx.server_pid])
             snap.server_cpu_s = tree_cpu_s(stats, self.ctx.server_pid)
-            snap.cpu_account = disturbance.read_account(self.ctx.server_pid, stats, self._backing)
+            snap.cpu_account = disturbance.read_account([self.ctx.server_pid], stats, self._backing)
             snap.io = self._query_stat_io(snap.errors)
         return snap
 

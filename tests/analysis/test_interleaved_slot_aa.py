@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
+from blocklab.analysis import aa, stats
 from blocklab.analysis import interleaved_checks as checks
-from blocklab.analysis import stats
 from blocklab.execution import interleaved, orders
 from blocklab.execution.interleaved import SliceRun
 
@@ -174,3 +174,22 @@ def test_fitting_the_slot_keeps_coverage_and_decides_more_under_a_slot_bias() ->
     assert biased["fitted"][1] >= 3 * biased["plain"][1]
     clean = _fitted_or_not(0.0, seed=21)
     assert clean["fitted"][0] >= 0.93 and clean["plain"][0] >= 0.93
+
+
+def test_a_slot_bias_is_reported_as_taken_out_not_as_untrustworthy() -> None:
+    """The slot A/A's bias is fitted out of every comparison: its sentence says so; an
+    aa-control A/A that excludes 1 still warns that smaller differences are not trusted."""
+    ref_tps, ref_slot, other_tps = {}, {}, {}
+    for r in range(1, 9):
+        slot = orders.storage_slots(["a", "b"], seed=1, round_no=r)["a"]
+        wiggle = 1 + 0.002 * (r % 3)
+        ref_tps[r] = 1000 * (1.05 if slot == 1 else 1) * wiggle
+        other_tps[r] = 990 * (1.05 if slot == 0 else 1)
+        ref_slot[r] = float(slot)
+    got = checks.slot_aa(ref_tps, ref_slot, other_tps)
+    assert got.verdict == stats.FASTER and got.note == aa.FITTED_OUT
+    sentence = aa.aa_sentence(got)
+    assert sentence.startswith("A/A: the storage slots differ by +5.")
+    assert sentence.endswith("so this bias is taken out of the estimates")
+    plain = stats.compare_paired({1: 100.0, 2: 101.0, 3: 100.5}, {1: 105.0, 2: 106.0, 3: 105.0})
+    assert aa.aa_sentence(plain).endswith("differences smaller than that are not trustworthy")

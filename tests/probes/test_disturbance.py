@@ -169,19 +169,19 @@ def test_a_burner_beside_the_server_is_seen_and_the_server_s_children_are_not(
         burner = _detached(BURNER)
         _wait_for(tmp_path / "ready", 30)
         assert int((tmp_path / "ready").read_text()) == server
-        scan = d.read_stats(server)
+        scan = d.read_stats([server])
         assert burner not in scan  # walked from the roots, not a scan of /proc
         assert server in d.tree_pids(scan, [server]) and burner not in d.tree_pids(
             scan, [os.getpid(), server]
         )
         burner0, t0 = _cpu_s(burner), time.monotonic()
-        scan0 = d.read_stats(server)
-        before = d.read_account(server, stats=scan0)
+        scan0 = d.read_stats([server])
+        before = d.read_account([server], stats=scan0)
         (tmp_path / "go").write_text("")
         _wait_for(tmp_path / "done", 60)
         time.sleep(max(0.0, MIN_WINDOW_S - (time.monotonic() - t0)))
-        scan1 = d.read_stats(server)
-        after = d.read_account(server, stats=scan1)
+        scan1 = d.read_stats([server])
+        after = d.read_account([server], stats=scan1)
         burned = _cpu_s(burner) - burner0
     finally:
         for pid in (server, burner):
@@ -210,7 +210,7 @@ def test_the_interleaved_design_drops_them_with_the_host_wide_metrics() -> None:
 
 
 def test_a_round_of_two_servers_knows_both_and_still_sees_a_burner() -> None:
-    """The interleaved design's account (read_round_account): two stand-in servers spin
+    """The interleaved design's account (read_account with both servers): two stand-in servers spin
     as the two servers of a round would (the one not driven still runs its background
     processes); both trees must be known, to their own clocks, and a third detached
     burner must reach the disturbance."""
@@ -220,11 +220,11 @@ def test_a_round_of_two_servers_knows_both_and_still_sees_a_burner() -> None:
         servers = [_detached(BURNER), _detached(BURNER)]
         burner = _detached(BURNER)
         # the spinners' own clocks read inside the window, so the window holds their time
-        before = d.read_round_account(servers)
+        before = d.read_account(servers)
         cpu0 = [_cpu_s(p) for p in (*servers, burner)]
         time.sleep(MIN_WINDOW_S)
         cpu1 = [_cpu_s(p) for p in (*servers, burner)]
-        after = d.read_round_account(servers)
+        after = d.read_account(servers)
     finally:
         for pid in (*servers, burner):
             if pid:

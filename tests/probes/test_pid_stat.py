@@ -105,8 +105,8 @@ def test_the_probes_read_their_trees_without_a_scan_of_proc(
         raise AssertionError("scanned every entry of /proc")
 
     monkeypatch.setattr(proc, "scan_pid_stats", no_scan)
-    stats = disturbance.read_stats(os.getppid())
+    stats = disturbance.read_stats([os.getppid()])
     assert os.getpid() in stats and os.getppid() in stats
-    account = disturbance.read_account(os.getppid(), stats)
+    account = disturbance.read_account([os.getppid()], stats)
     assert account is not None and account.known_s >= stats[os.getpid()][1]
-    assert disturbance.read_account(os.getppid()) is not None
+    assert disturbance.read_account([os.getppid()]) is not None
