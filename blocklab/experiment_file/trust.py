@@ -34,8 +34,9 @@ CLASSES: dict[str, str] = {
     "builds": "PostgreSQL from a source tree or tarball, patches, configure_args outside "
     "the safe list (--with-X, --without-X, --enable-X, --disable-X): configure and make "
     "run as root",
-    "scripts": "workload script files: they run as the database superuser, who can run "
-    "commands (COPY ... TO PROGRAM; pgbench's \\shell and \\setshell)",
+    "scripts": "workload script files: SQL run against the server as the workload role "
+    "(not a superuser: no COPY ... TO PROGRAM), and pgbench's \\shell and \\setshell run "
+    "commands on this machine as the driver's unprivileged user",
     "devices": 'storage kind = "device" (a disk erased and formatted), mkfs_options that '
     "name a path or a device",
     "paths": "files and directories outside the experiment file's directory (on an agent "
@@ -168,9 +169,9 @@ def _of_storage(s: StorageRequest, base: Path | None, key: str) -> Iterator[Requ
 
 def _of_script(path: str, i: int, base: Path | None) -> Iterator[Request]:
     key = f"matrix.workload.scripts[{i}]"
-    what = f"{Path(path).name} runs as the database superuser"
+    what = f"{Path(path).name} runs its SQL as the workload role"
     if _has_shell(path):
-        what += " and runs shell commands (\\shell, \\setshell)"
+        what += " and runs shell commands (\\shell, \\setshell) as the driver's user"
     yield Request("scripts", key, what)
     yield from _outside(path, base, key)
 
