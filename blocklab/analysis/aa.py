@@ -37,6 +37,12 @@ def biased(c: stats.Comparison | None) -> bool:
     return c is not None and c.verdict in (stats.FASTER, stats.SLOWER)
 
 
+def warns(c: stats.Comparison | None) -> bool:
+    """True when the A/A's bias is a warning: its CI excludes 1 and the comparisons do
+    not fit that bias out (FITTED_OUT: interleaved's storage slots)."""
+    return biased(c) and c is not None and c.note != FITTED_OUT
+
+
 def aa_sentence(c: stats.Comparison | None) -> str:
     """'A/A: this machine or design shows a bias of X % (95 % CI ...): ...' or 'A/A: no
     bias detected (...)'; "" without an A/A comparison."""

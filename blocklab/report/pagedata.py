@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from blocklab.analysis import carryover
-from blocklab.analysis.aa import aa_sentence, biased
+from blocklab.analysis.aa import aa_sentence, warns
 from blocklab.analysis.stats import Comparison
 from blocklab.report import data, manifest, panels, shape
 from blocklab.report.data import ExperimentView
@@ -67,7 +67,7 @@ def experiment_json(exp: ExperimentView, page: str = "") -> dict[str, Any]:
         "metrics": [{"key": m.key, "label": m.label, "unit": m.unit} for m in exp.metrics],
         "design": exp.design,
         "equivalence_pct": exp.equivalence_pct,
-        "aa": verdict_json(exp.aa, aa_sentence(exp.aa), biased(exp.aa)),
+        "aa": verdict_json(exp.aa, aa_sentence(exp.aa), warns(exp.aa)),
         "carryover": carryover_json(exp),
         "variants": [
             {
@@ -93,7 +93,7 @@ def verdict_json(c: Comparison | None, text: str, flagged: bool) -> dict[str, An
         "lo": _r(c.ci95_low),
         "hi": _r(c.ci95_high),
         "rounds": c.n_pairs,
-        "flagged": flagged,  # the CI excludes 1
+        "flagged": flagged,  # a warning: the CI excludes 1 (and, for an A/A, is not fitted out)
         "text": text,
     }
 

@@ -191,5 +191,7 @@ def test_a_slot_bias_is_reported_as_taken_out_not_as_untrustworthy() -> None:
     sentence = aa.aa_sentence(got)
     assert sentence.startswith("A/A: the storage slots differ by +5.")
     assert sentence.endswith("so this bias is taken out of the estimates")
+    assert aa.biased(got) and not aa.warns(got)  # the report does not paint it red
     plain = stats.compare_paired({1: 100.0, 2: 101.0, 3: 100.5}, {1: 105.0, 2: 106.0, 3: 105.0})
     assert aa.aa_sentence(plain).endswith("differences smaller than that are not trustworthy")
+    assert aa.warns(plain)
