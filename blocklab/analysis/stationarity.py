@@ -106,6 +106,27 @@ def _finite(points: Points) -> list[tuple[float, float]]:
 def trend(points: Points) -> Trend | None:
     """The test of one series (None: fewer than MIN_POINTS values, a mean <= 0 or a
     single timestamp)."""
+    fit = _fit(points)
+    return None if fit is None else fit.trend(p_value(fit.t, fit.y))
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """A series' log-scale fit, before its p-value."""
+
+    t: np.ndarray
+    y: np.ndarray
+    mean: float
+    start: float
+    end: float
+
+    def trend(self, p: float) -> Trend:
+        change = change_pct(self.start, self.end)
+        drifted = p < MAX_P and abs(change) >= MIN_CHANGE_PCT
+        return Trend(len(self.y), self.mean, self.start, self.end, change, p, drifted)
+
+
+def _fit(points: Points) -> _Fit | None:
     pts = sorted(_finite(points))
     if len(pts) < MIN_POINTS:
         return None
@@ -122,10 +143,7 @@ def trend(points: Points) -> Trend | None:
     def fitted(at: float) -> float:
         return max(0.0, math.exp(float(logs.mean()) + slope * (at - float(t.mean()))) - offset)
 
-    start, end = fitted(float(t[0])), fitted(float(t[-1]))
-    change = change_pct(start, end)
-    p = p_value(t, y)
-    return Trend(len(y), mean, start, end, change, p, p < MAX_P and abs(change) >= MIN_CHANGE_PCT)
+    return _Fit(t, y, mean, fitted(float(t[0])), fitted(float(t[-1])))
 
 
 def change_pct(start: float, end: float) -> float:
@@ -219,10 +237,29 @@ def _null_statistics(gaps: tuple[float, ...]) -> np.ndarray:
 
 def run_trends(series: Mapping[str, Points]) -> dict[str, Trend]:
     """The judged series of one run that could be tested, by stored name."""
-    out = {}
-    for name in SERIES:
-        if name in series and (tr := trend(series[name])) is not None:
-            out[name] = tr
+    return runs_trends([series])[0]
+
+
+def runs_trends(runs: Sequence[Mapping[str, Points]]) -> list[dict[str, Trend]]:
+    """run_trends of each run, the p-values of the series on the same time axis computed
+    together (one p_values call of k rows, not k calls: each row's p-value is its own)."""
+    fits = [
+        (i, name, fit)
+        for i, series in enumerate(runs)
+        for name in SERIES
+        if name in series and (fit := _fit(series[name])) is not None
+    ]
+    by_axis: dict[tuple[float, ...], list[int]] = {}
+    for k, (_, _, fit) in enumerate(fits):
+        by_axis.setdefault(tuple(fit.t.tolist()), []).append(k)
+    p: dict[int, float] = {}
+    for ks in by_axis.values():
+        t = fits[ks[0]][2].t
+        rows = p_values(t, np.stack([fits[k][2].y for k in ks]))
+        p.update(zip(ks, (float(x) for x in rows), strict=True))
+    out: list[dict[str, Trend]] = [{} for _ in runs]
+    for k, (i, name, fit) in enumerate(fits):
+        out[i][name] = fit.trend(p[k])
     return out
 
 
@@ -291,7 +328,7 @@ class Drift:
 def variant_drifts(label: str, runs: Sequence[Mapping[str, Points]]) -> list[Drift]:
     """Per judged series, the share of `runs` (their series) whose window drifted; only
     series with at least one drifted run."""
-    return _drifts(label, [run_trends(series) for series in runs])
+    return _drifts(label, runs_trends(runs))
 
 
 def _drifts(label: str, runs: Sequence[Mapping[str, Trend]]) -> list[Drift]:
@@ -336,7 +373,10 @@ def summary_lines(runs_by_label: Mapping[str, Sequence[Mapping[str, Points]]]) -
     run): with no drift, one line, "judged flat: N of N windows" or "not judged"; per series
     with drifted windows, their share against the share noise gives, then (prefixed "! ")
     the sentence of each variant whose drift is a finding."""
-    trends = {label: [run_trends(s) for s in runs] for label, runs in runs_by_label.items()}
+    every = runs_trends([s for runs in runs_by_label.values() for s in runs])
+    trends, at = {}, 0
+    for label, runs in runs_by_label.items():
+        trends[label], at = every[at : at + len(runs)], at + len(runs)
     runs = [series for rs in runs_by_label.values() for series in rs]
     judged = [bool(tr) for trs in trends.values() for tr in trs]
     if not runs:

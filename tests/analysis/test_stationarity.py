@@ -168,3 +168,32 @@ def test_the_noise_share_is_a_one_sided_binomial_test() -> None:
     assert two_of_four.finding
     assert math.isclose(st.Drift("a", "tps", 1, 1, -10.0).noise_p, 0.05)
     assert not st.Drift("a", "tps", 1, 1, -10.0).finding  # one window alone: never a finding
+
+
+def test_runs_trends_batched_equals_each_series_tested_alone() -> None:
+    """runs_trends computes the p-values of series on one time axis in one call: each
+    Trend must be exactly what trend() gives the series alone (mixed lengths, gaps, a
+    jittered axis, a zero series, drifts among flat runs)."""
+    rng = random.Random(3)
+    runs = []
+    for _ in range(120):
+        n = rng.choice([60, 60, 60, 30, 5, 200, 61])
+        base, drift = rng.uniform(10, 5000), rng.choice([0.0, 0.0, 0.3])
+        runs.append(
+            {
+                "tps": [
+                    (float(t), base * (1 + drift * t / n) * rng.uniform(0.9, 1.1)) for t in range(n)
+                ],
+                "wal_bytes_per_s": [
+                    (t + rng.choice([0.0, 0.001]), rng.choice([None, base * rng.uniform(0.5, 1.5)]))
+                    for t in range(n)
+                ],
+                "wal_fpi_per_s": [(float(t), 0.0) for t in range(n)],
+            }
+        )
+    alone = [
+        {k: tr for k in st.SERIES if k in s and (tr := st.trend(s[k])) is not None} for s in runs
+    ]
+    assert st.runs_trends(runs) == alone
+    assert sum(len(a) for a in alone) > 150  # most series were tested
+    assert 0 < sum(tr.drifted for a in alone for tr in a.values()) < 100  # and both verdicts

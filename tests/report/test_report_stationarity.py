@@ -77,13 +77,13 @@ def test_the_site_judges_each_run_s_series_once(tmp_path: Path, monkeypatch: Any
         expected = load_experiment(db, NAME).stationarity
         ok_runs = sum(1 for r in db.runs(NAME) if r["status"] == "ok")
     calls = []
-    judge = stationarity.run_trends
+    judge = stationarity.runs_trends  # run_trends too judges through it
 
-    def counted(series: Any) -> Any:
-        calls.append(1)
-        return judge(series)
+    def counted(runs: Any) -> Any:
+        calls.extend([1] * len(runs))
+        return judge(runs)
 
-    monkeypatch.setattr(stationarity, "run_trends", counted)
+    monkeypatch.setattr(stationarity, "runs_trends", counted)
     build_site(results, tmp_path / "site")
     assert len(calls) == ok_runs
     page = (tmp_path / "site" / "e" / NAME / "index.html").read_text()
