@@ -129,7 +129,8 @@ def slot_aa(
     rounds = sorted(ref_tps.keys() & ref_slot.keys() & other_tps.keys())
     rounds = [r for r in rounds if _usable(ref_tps[r]) and _usable(other_tps[r])]
     # x = +1: the other variant on slot 1 (the reference on slot 0)
-    x = [1.0 if ref_slot[r] == 0 else -1.0 for r in rounds]
+    ref_signs = slot_signs(ref_slot)
+    x = [-ref_signs[r] for r in rounds]
     d = [xr * math.log(other_tps[r] / ref_tps[r]) for r, xr in zip(rounds, x, strict=True)]
     n = len(rounds)
     if n < SLOT_AA_MIN_ROUNDS or len(set(x)) < 2:

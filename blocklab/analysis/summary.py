@@ -12,6 +12,7 @@ Beside tps the summary compares SIDE_METRICS, which depend less on the host's no
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
@@ -34,7 +35,7 @@ from blocklab.analysis.metrics import (
     throughput_info,
     verdict_text,
 )
-from blocklab.analysis.rounds import RunValue, per_round_values
+from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
 from blocklab.analysis.setting import setting_line
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as designs
@@ -223,12 +224,8 @@ def summarize_experiment(
     labels = {v["variant_id"]: v["label"] for v in variants}
     runs_of = _runs_by_variant(labels, all_runs)
     refs = {v["reference_id"] or ref_id for v in variants} - {None}
-    reduced = {
-        vid: per_round_values(design, run_values(db, runs, metric), is_reference=vid in refs)
-        for vid, runs in runs_of.items()
-    }
+    reduced, slots = _reduced(db, design, runs_of, refs, metric)
     values_of = {vid: rv.values for vid, rv in reduced.items()}
-    slots = _slot_signs(db, design, runs_of, refs)
     aa_refs = sorted(refs & set(runs_of))
     if design == designs.AA_CONTROL and aa_refs:
         up = info.higher_is_better is not False
@@ -282,8 +279,27 @@ def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
     )
 
 
+def _reduced(
+    db: ResultsStore, design: str, runs_of: Mapping[str, Sequence[Row]], refs: set[str], metric: str
+) -> tuple[dict[str, RoundValues], dict[str, dict[int, float]]]:
+    """Each variant's `metric` reduced per round (blocklab.analysis.rounds), and the
+    storage slots its comparison fits (_slot_signs); each run's metrics read once."""
+    metrics_of = functools.cache(db.metrics)
+    reduced = {
+        vid: per_round_values(
+            design, run_values(db, runs, metric, metrics_of), is_reference=vid in refs
+        )
+        for vid, runs in runs_of.items()
+    }
+    return reduced, _slot_signs(db, design, runs_of, refs, metrics_of)
+
+
 def _slot_signs(
-    db: ResultsStore, design: str, runs_of: Mapping[str, Sequence[Row]], refs: set[str]
+    db: ResultsStore,
+    design: str,
+    runs_of: Mapping[str, Sequence[Row]],
+    refs: set[str],
+    metrics_of: Callable[[int], Mapping[str, float | None]],
 ) -> dict[str, dict[int, float]]:
     """interleaved with one variant beside its reference: that variant's storage slot per
     round as -1/+1 (checks.slot_signs), fitted beside its effect in every metric's
@@ -293,7 +309,7 @@ def _slot_signs(
     others = [vid for vid in runs_of if vid not in refs]
     if design != designs.INTERLEAVED or len(others) != 1 or len(runs_of) != 2:
         return {}
-    runs = run_values(db, runs_of[others[0]], checks.STORAGE_SLOT)
+    runs = run_values(db, runs_of[others[0]], checks.STORAGE_SLOT, metrics_of)
     slots = per_round_values(design, runs, is_reference=False).values
     return {others[0]: checks.slot_signs(slots)} if slots else {}
 
