@@ -85,6 +85,7 @@ class ExperimentSummary:
     # other processes' use of the CPUs during the runs (blocklab.analysis.disturbance)
     disturbance: list[str] = field(default_factory=list)
     equivalence_pct: float = stats.EQUIVALENCE_PCT  # X of "equal within ±X %"
+    checkpoint: str = "free"  # [design] checkpoint: "free", "aligned" or "cycles"
     # [design] layout_control: the spread of the reference's layout variants, and their labels
     layout: layout_stats.LayoutSpread | None = None
     layout_arms: list[str] = field(default_factory=list)
@@ -178,12 +179,17 @@ def equivalence_of(exp: Row) -> float:
     return float(spec.get("equivalence_pct") or stats.EQUIVALENCE_PCT)
 
 
+def checkpoint_of(exp: Row) -> str:
+    """The experiment's [design] checkpoint ("free" when the file leaves it out)."""
+    spec = json.loads(exp["spec_json"] or "{}")
+    return str((spec.get("design") or {}).get("checkpoint") or "free")
+
+
 def measures_whole_cycles(exp: Row) -> bool:
     """The experiment's windows are whole checkpoint cycles ([design] checkpoint =
     "cycles"): the storm of full-page images and its decay inside each window is what
     they measure on purpose, not a drift to warn about."""
-    spec = json.loads(exp["spec_json"] or "{}")
-    return (spec.get("design") or {}).get("checkpoint") == "cycles"
+    return checkpoint_of(exp) == "cycles"
 
 
 def run_hosts(runs: Sequence[Row]) -> list[str]:
@@ -220,6 +226,7 @@ def summarize_experiment(
         name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done, design=design
     )
     result.equivalence_pct = equivalence_of(exp)
+    result.checkpoint = checkpoint_of(exp)
     result.setting = setting_line(exp, variants, all_runs, host or "")
     labels = {v["variant_id"]: v["label"] for v in variants}
     runs_of = _runs_by_variant(labels, all_runs)

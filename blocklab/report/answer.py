@@ -59,7 +59,7 @@ def design_json(
     rounds = sorted(orders)
     return {
         "kind": s.design,
-        "analysis": summary_table.DESIGN_ANALYSIS.get(s.design, ""),
+        "analysis": summary_table.design_analysis(s),
         "rounds": s.rounds_done,
         "planned": planned_rounds,
         "equivalence_pct": s.equivalence_pct,

@@ -15,7 +15,7 @@ from report_fixture import write_synthetic_results
 from blocklab.analysis import changed_metrics, first_screen, stats
 from blocklab.analysis.metrics import metric_info
 from blocklab.analysis.summary import summarize_experiment
-from blocklab.analysis.summary_table import DESIGN_ANALYSIS, gain_text
+from blocklab.analysis.summary_table import DESIGN_ANALYSIS, INTERLEAVED_CHECKPOINT, gain_text
 from blocklab.report import answer, build_site, plots, shape
 from blocklab.report.data import RunView, load_experiment
 from blocklab.report.explain import changed_cells
@@ -62,8 +62,15 @@ def test_the_interleaved_caveat_is_on_the_page(results: Path) -> None:
     with ResultsDB(results, create=False) as db:
         s = summarize_experiment(db, NAME, side=False)
     s.design = "interleaved"
+    s.checkpoint = "aligned"
     caveats = answer.answer_json(s, {}, None)["caveats"]
-    assert caveats[0] == "design interleaved: " + DESIGN_ANALYSIS["interleaved"]
+    assert caveats[0] == (
+        "design interleaved: "
+        + DESIGN_ANALYSIS["interleaved"]
+        + "; "
+        + INTERLEAVED_CHECKPOINT["aligned"]
+    )
+    assert '"free"' not in caveats[0]  # only the experiment's own checkpoint mode
 
 
 def test_forest_rows_are_the_verdicts_numbers(results: Path) -> None:
