@@ -4,28 +4,32 @@ The demo (blocklab.experiment_file.demo: PG 18, 4 kB vs 8 kB data pages, 8 kB WA
 pgbench simple-update -M prepared, checkpoint_timeout 30 s) runs under each design of
 blocklab.execution.designs with a fixed measured window (--duration s after the run's
 CHECKPOINT): paired (one run per variant per round), short-runs (runs half as long, twice
-the rounds), abba (A B B A) and aa-control (the 8 kB reference twice per round); and as the
-demo itself runs: abba-cycles (A B B A, each run measuring whole checkpoint cycles,
-[design] checkpoint = "cycles", blocklab.execution.cycles); and interleaved
-(bench/interleave.py): both variants' servers up at once, each on its own storage, the
-driver alternating --slices pgbench slices of --slice-s s per variant between them in a
-Thue-Morse order (A B B A B A A B ...) within every round; a variant's round value is its
-total transactions / total seconds over its slices, compared as paired rounds, and the
-round's restores, starts and stops count in the arm's time. The arms share one Lab (builds,
-datasets, servers) and take turns round by round: the next round always goes to the arm
-that has measured least so far, so each gets the same wall-clock share of the same machine
-state. Each arm's tps comparison is analysed as its design prescribes
-(blocklab.analysis.designs.analyse). Per arm the table (bench/precision_table.py) gives:
+the rounds), abba (A B B A) and aa-control (the 8 kB reference twice per round);
+abba-cycles (A B B A, each run measuring whole checkpoint cycles, [design] checkpoint =
+"cycles", blocklab.execution.cycles); and interleaved, the demo's own design
+(bench/interleave.py: blocklab's interleaved round, both variants' servers up at once on
+two storage slots swapped every two rounds, --slices pgbench slices of --slice-s s per
+variant in the Thue-Morse order A B B A B A A B, checkpoint "aligned"; the round's
+restores, starts and stops count in the arm's time; analysed with the storage slot fitted
+beside the effect, the slot A/A and the slices' carry-over, as the summary does).
+
+The arms share one Lab (builds, datasets, servers) and take turns round by round: the
+next round always goes to the arm that has measured least so far, so each gets the same
+wall-clock share of the same machine state. Each arm's tps comparison is analysed as its
+design prescribes (blocklab.analysis.designs.analyse; interleaved as above). Per arm the
+table (bench/precision_table.py) gives:
 
 - the 95 % CI half-width reached, and the half-width 20 minutes would give, scaled by
   sqrt(minutes / 20) (the half-width falls as 1 / sqrt(rounds)), so arms compare per minute;
+- the verdict at the demo's margin: faster, slower, equal within ±3 % or undecided;
 - the A/A ratio with its 95 % CI: aa-control's reference copy 1 / copy 0; interleaved:
-  its reference's slices split in two balanced halves per round; '–' for the others
-  (abba's two reference copies are not an A/A: copy 1 always runs in the round's second
-  half, so their ratio is the drift within a round);
+  storage slot 1 / slot 0 over both variants; '–' for the others (abba's two reference
+  copies are not an A/A: copy 1 always runs in the round's second half, so their ratio is
+  the drift within a round);
 - the carry-over ratio with its 95 % CI: runs right after a switch of variant / runs right
   after a repeat, with a level and a drift slope per round (blocklab.analysis.carryover, from
-  each run's position in its round); '–' where no variant follows itself (paired, short-runs);
+  each run's position in its round; interleaved: its slices after a switch / after a
+  repeat); '–' where no variant follows itself (paired, short-runs);
 - the share of runs flagged non-stationary: a judged per-second series (tps, WAL bytes/s,
   full-page images/s) drifted inside the measured window (blocklab.analysis.stationarity);
   '–' for whole checkpoint cycles, which are not judged for drift (their storm and decay
@@ -33,7 +37,7 @@ state. Each arm's tps comparison is analysed as its design prescribes
   interleaved slices (no per-second series).
 
     .venv/bin/python bench/bench_precision.py [--budget-min 20] [--duration 20] [--scale 10]
-        [--arms interleaved,abba] [--slice-s 5] [--slices 12]
+        [--arms interleaved,abba] [--slice-s 5] [--slices 4] [--seed 1]
 """
 
 from __future__ import annotations
@@ -44,18 +48,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from interleave import INTERLEAVED, InterleavedArm
+from interleave import InterleavedArm
 from interleave import run_round as run_interleaved_round
 from precision_table import ArmRuns, arm_row, arm_runs, run_drifted, table
 from scratch_home import scratch_home
 
 from blocklab.analysis.carryover import PositionRun
+from blocklab.analysis.stats import EQUIVALENCE_PCT
 from blocklab.execution import orders
 from blocklab.execution.controls import RunControls
 from blocklab.execution.lab import Lab
 from blocklab.experiment_file import demo
 from blocklab.experiment_file import design as designs
-from blocklab.experiment_file.design import ABBA, SHORT_RUNS
+from blocklab.experiment_file.design import ABBA, INTERLEAVED, SHORT_RUNS
 from blocklab.model import BuildRequest, Variant
 
 CYCLES_ARM = "abba-cycles"
@@ -87,9 +92,12 @@ RUN_DESIGNS = tuple(d for d in designs.DESIGNS if d != INTERLEAVED)
 ARM_NAMES = (*RUN_DESIGNS, CYCLES_ARM, INTERLEAVED)
 
 
-def make_arms(duration_s: int, scale: int, slice_s: int, slices: int) -> list[Arm | InterleavedArm]:
-    """The fixed-window arms (one per design, --duration s), the demo's own arm and the
-    interleaved one (bench/interleave.py: --slices slices of --slice-s s per variant)."""
+def make_arms(
+    duration_s: int, scale: int, slice_s: int, slices: int, seed: int
+) -> list[Arm | InterleavedArm]:
+    """The fixed-window arms (one per design, --duration s), abba-cycles and the demo's own
+    interleaved round (bench/interleave.py: --slices slices of --slice-s s per variant,
+    the demo's checkpoint "aligned", the storage slots swapped every two rounds)."""
     exp = demo(scale=scale)
     variants = exp.variants()
     ref_build = exp.variant(exp.reference_for(variants[0])).build
@@ -103,8 +111,8 @@ def make_arms(duration_s: int, scale: int, slice_s: int, slices: int) -> list[Ar
     arms.append(_arm(CYCLES_ARM, ABBA, list(variants), ref_build, cycles, whole_cycles=True))
     by_id = {v.variant_id: v for v in variants}
     ref_id = next(v.variant_id for v in variants if v.build == ref_build)
-    warmup_s = max(1, variants[0].workload.warmup_s)
-    arms.append(InterleavedArm(INTERLEAVED, by_id, ref_id, slice_s, slices, warmup_s))
+    design = exp.run_design.model_copy(update={"slice_s": slice_s, "slices": slices})
+    arms.append(InterleavedArm(INTERLEAVED, by_id, ref_id, design, seed))
     return arms
 
 
@@ -173,9 +181,9 @@ def run_round(lab: Lab, arm: Arm, seed: int, raw: Path) -> None:
             arm.values[vid][r] = copies
 
 
-def report(arms: list[Arm | InterleavedArm]) -> None:
+def report(arms: list[Arm | InterleavedArm], equivalence_pct: float) -> None:
     print()
-    print(table(arm_row(arm.collected()) for arm in arms))
+    print(table(arm_row(arm.collected(), equivalence_pct) for arm in arms))
 
 
 def main() -> None:
@@ -191,9 +199,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--arms", default="", help=f"comma-separated subset of {','.join(ARM_NAMES)}")
     ap.add_argument("--slice-s", type=int, default=5, help="interleaved: seconds per slice")
-    ap.add_argument("--slices", type=int, default=12, help="interleaved: slices per variant")
+    ap.add_argument(
+        "--slices", type=int, default=4, help="interleaved: slices per variant per round"
+    )
     args = ap.parse_args()
-    arms = chosen(make_arms(args.duration, args.scale, args.slice_s, args.slices), args.arms)
+    arms = chosen(
+        make_arms(args.duration, args.scale, args.slice_s, args.slices, args.seed), args.arms
+    )
     rng = random.Random(args.seed)
     references = {vid: arm.variants[arm.reference] for arm in arms for vid in arm.variants}
     with scratch_home("bench-precision-") as (paths, state):
@@ -211,7 +223,7 @@ def main() -> None:
                     run_interleaved_round(lab, arm, paths.home / "runs")
                 else:
                     run_round(lab, arm, args.seed, paths.home / "runs")
-        report(arms)
+        report(arms, demo(scale=args.scale).equivalence_pct or EQUIVALENCE_PCT)
 
 
 if __name__ == "__main__":

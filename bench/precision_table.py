@@ -5,16 +5,20 @@ prescribes (blocklab.analysis.designs.analyse), the 95 % CI half-width and that 
 scaled to 20 minutes of its own measuring, blocklab.analysis.precision's expected
 half-width for the rounds that fit in 20 minutes, the per-round noise, and:
 
+- the verdict at the experiment's equivalence margin (the demo's ±3 %): faster, slower,
+  equal within ±X % (two one-sided tests at 5 %), or undecided; the interleaved arm's
+  comparison fits the storage slot beside the effect, as its summary does (`nuisance`).
 - A/A: aa-control's reference copy 1 / copy 0 with its 95 % CI (both copies take every
-  position equally often, so its true ratio is 1); for the interleaved arm its reference's
-  two halves of slices, per round (`aa_from_copies`, bench/interleave.py). The other
+  position equally often, so its true ratio is 1); for the interleaved arm the slot A/A,
+  storage slot 1 / slot 0 over both variants (bench/interleave.py). The other
   designs have no second reference copy that could give one: abba's two copies are not
   an A/A, since copy 0 always runs in the round's first half and copy 1 in its mirror,
   so their ratio is the drift within a round, not 1
   (blocklab.execution.orders.round_slots). '–' for them.
 - carry-over: runs right after a switch of variant / runs right after a repeat, with a
-  level and a drift slope per round, with its 95 % CI (blocklab.analysis.carryover). '–'
-  where no variant ever follows itself (paired, short-runs).
+  level and a drift slope per round, with its 95 % CI (blocklab.analysis.carryover); for
+  the interleaved arm its slices after a switch / after a repeat, per round. '–' where no
+  variant ever follows itself (paired, short-runs).
 - non-stationary: the share of the arm's successful runs with a judged per-second series
   (tps, WAL bytes/s, full-page images/s) that drifted inside the measured window
   (blocklab.analysis.stationarity). Whole checkpoint cycles are not judged: the storm of
@@ -32,7 +36,7 @@ from typing import Any
 from blocklab.analysis import carryover, precision, stationarity
 from blocklab.analysis import designs as analysis_designs
 from blocklab.analysis.carryover import CarryOver, PositionRun
-from blocklab.analysis.stats import Comparison, compare_paired
+from blocklab.analysis.stats import EQUAL, EQUIVALENCE_PCT, Comparison, compare_paired
 
 TWENTY_MIN_S = 20 * 60
 DASH = "–"
@@ -54,9 +58,12 @@ class ArmRuns:
     positions: Sequence[PositionRun]  # every run, failed ones with value None
     drifted: Sequence[bool | None]  # per successful run: drifted? (None: nothing testable)
     whole_cycles: bool = False  # windows of whole checkpoint cycles: not judged for drift
-    # an A/A the design does not give: round -> the reference's (copy 0, copy 1) values
-    aa_copies: Mapping[int, Sequence[float]] | None = None
     runs: int | None = None  # executions of the workload, when not one per value (slices)
+    # the interleaved arm's own analysis (bench/interleave.py): round -> the -1/+1 storage
+    # slot fitted beside the effect, its slot A/A and its slices' carry-over
+    nuisance: Mapping[int, float] | None = None
+    aa: Comparison | None = None
+    carry: CarryOver | None = None
 
 
 def arm_runs(arm: object, **given: Any) -> ArmRuns:
@@ -73,6 +80,8 @@ class Row:
     runs: int
     minutes: float
     gain_pct: float | None
+    verdict: str  # at the equivalence margin
+    equivalence_pct: float  # X of "equal within ±X %"
     half_width_pct: float | None
     at_20_min_pct: float | None
     model_20_min_pct: float | None
@@ -82,10 +91,16 @@ class Row:
     flagged: tuple[int, int] | None  # (drifted, judged); None: not judged (whole cycles)
 
 
-def arm_row(arm: ArmRuns) -> Row:
-    """The table's row of one arm."""
-    result = analysis_designs.analyse(arm.design, arm.values, reference=arm.reference)
+def arm_row(arm: ArmRuns, equivalence_pct: float = EQUIVALENCE_PCT) -> Row:
+    """The table's row of one arm; its verdict at `equivalence_pct` (X of "equal within
+    ±X %")."""
+    result = analysis_designs.analyse(
+        arm.design, arm.values, reference=arm.reference, equivalence_pct=equivalence_pct
+    )
     (c,) = result.comparisons.values()
+    if arm.nuisance is not None:  # the slot fitted beside the effect (one copy per round)
+        ref, other = (_first_copies(arm.values, v) for v in _pair(arm))
+        c = compare_paired(ref, other, equivalence_pct=equivalence_pct, nuisance=arm.nuisance)
     width = c.ci_half_width_pct
     at20 = None if width is None else width * math.sqrt(arm.seconds / TWENTY_MIN_S)
     ratios = [_log_ratios(arm.values, arm.reference, v) for v in arm.values if v != arm.reference]
@@ -98,22 +113,29 @@ def arm_row(arm: ArmRuns) -> Row:
         else sum(len(xs) for rounds in arm.values.values() for xs in rounds.values()),
         minutes=arm.seconds / 60,
         gain_pct=c.gain_pct,
+        verdict=c.verdict,
+        equivalence_pct=equivalence_pct,
         half_width_pct=width,
         at_20_min_pct=at20,
         model_20_min_pct=None if noise is None else _model_at_20_min(noise.sigma_log, arm),
         noise_pct=None if noise is None else noise.sigma_pct,
-        aa=result.aa if arm.aa_copies is None else aa_from_copies(arm.aa_copies),
-        carry=carryover.estimate(arm.positions),
+        aa=_aa(arm, result.aa),
+        carry=arm.carry if arm.carry is not None else carryover.estimate(arm.positions),
         flagged=None if arm.whole_cycles else flagged(arm.drifted),
     )
 
 
-def aa_from_copies(copies: Mapping[int, Sequence[float]]) -> Comparison:
-    """Copy 1 / copy 0, paired by round (rounds with both copies)."""
-    both = {r: xs for r, xs in copies.items() if len(xs) >= 2}
-    first = {r: xs[0] for r, xs in both.items()}
-    second = {r: xs[1] for r, xs in both.items()}
-    return compare_paired(first, second)
+def _aa(arm: ArmRuns, designs_aa: Comparison | None) -> Comparison | None:
+    return arm.aa if arm.aa is not None else designs_aa
+
+
+def _pair(arm: ArmRuns) -> tuple[str, str]:
+    (other,) = [v for v in arm.values if v != arm.reference]
+    return arm.reference, other
+
+
+def _first_copies(values: Values, vid: str) -> dict[int, float]:
+    return {r: xs[0] for r, xs in values.get(vid, {}).items() if xs}
 
 
 def run_drifted(series: Series) -> bool | None:
@@ -151,7 +173,7 @@ def _log_ratios(values: Values, reference: str, vid: str) -> list[float]:
 
 HEADER = (
     f"{'design':12} {'rounds':>6} {'runs':>5} {'min':>5}  {'4k vs 8k tps':>14}  "
-    f"{'CI +-%':>7}  {'at 20 min':>9}  {'model 20':>8}  {'noise %':>7}  "
+    f"{'verdict':>18}  {'CI +-%':>7}  {'at 20 min':>9}  {'model 20':>8}  {'noise %':>7}  "
     f"{'A/A ratio (95 % CI)':>26}  {'carry-over (95 % CI)':>26}  {'non-stationary':>14}"
 )
 
@@ -161,13 +183,16 @@ FOOTNOTE = (
     "'model 20' is blocklab.analysis.precision's expected half-width for the rounds of this "
     "design that fit in 20 min, at the noise it showed;\n"
     "noise % is the stdev of its per-round log ratios;\n"
+    "verdict: at the demo's equivalence margin (equal: the 90 % CI inside ±X %); the "
+    "interleaved arm fits the storage slot beside the effect (n - 2 df), as its summary does;\n"
     "A/A: aa-control's reference copy 1 / copy 0, paired by round (its CI should contain 1); "
-    "interleaved: its reference's two balanced halves of slices; "
+    "interleaved: storage slot 1 / slot 0 over both variants (the slots swap every two "
+    "rounds); "
     "'–' elsewhere: no second reference copy (abba's copy 1 always runs after its copy 0, so "
     "their ratio is the drift within a round, not an A/A);\n"
     "carry-over: runs right after a switch of variant / runs right after a repeat, with a "
-    "level and a drift slope per round (blocklab.analysis.carryover); '–' where no variant "
-    "follows itself;\n"
+    "level and a drift slope per round (blocklab.analysis.carryover); interleaved: its "
+    "slices after a switch / after a repeat, per round; '–' where no variant follows itself;\n"
     "non-stationary: runs with a judged series (tps, WAL bytes/s, full-page images/s) that "
     "drifted inside the window / runs judged; '–' for whole checkpoint cycles (not judged), "
     "n/a for interleaved slices (no per-second series)."
@@ -178,7 +203,8 @@ def format_row(row: Row) -> str:
     carry = _ci_text(row.carry.comparison) if row.carry.comparison is not None else DASH
     return (
         f"{row.name:12} {row.rounds:>6} {row.runs:>5} {row.minutes:>5.1f}  "
-        f"{_pct(row.gain_pct):>14}  {_num(row.half_width_pct):>7}  "
+        f"{_pct(row.gain_pct):>14}  {_verdict(row.verdict, row.equivalence_pct):>18}  "
+        f"{_num(row.half_width_pct):>7}  "
         f"{_num(row.at_20_min_pct):>9}  {_num(row.model_20_min_pct):>8}  "
         f"{_num(row.noise_pct):>7}  {_ratio_text(row.aa):>26}  {carry:>26}  "
         f"{_share(row.flagged):>14}"
@@ -206,6 +232,12 @@ def _share(f: tuple[int, int] | None) -> str:
     if not n_judged:
         return "n/a"
     return f"{n_drifted}/{n_judged} ({100 * n_drifted / n_judged:.0f} %)"
+
+
+def _verdict(verdict: str, equivalence_pct: float) -> str:
+    if verdict == EQUAL:
+        return f"equal ±{equivalence_pct:g} %"
+    return verdict or "n/a"
 
 
 def _pct(x: float | None) -> str:

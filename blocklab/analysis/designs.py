@@ -60,7 +60,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from blocklab.analysis.rounds import RunValue, combine
-from blocklab.analysis.stats import Comparison, compare_paired
+from blocklab.analysis.stats import EQUIVALENCE_PCT, Comparison, compare_paired
 from blocklab.experiment_file.design import AA_CONTROL, ABBA, check_design, check_reference
 
 Values = Mapping[str, Mapping[int, Sequence[float]]]  # variant -> round -> values by copy
@@ -74,9 +74,15 @@ class DesignResult:
 
 
 def analyse(
-    design: str, values: Values, *, reference: str, higher_is_better: bool = True
+    design: str,
+    values: Values,
+    *,
+    reference: str,
+    higher_is_better: bool = True,
+    equivalence_pct: float = EQUIVALENCE_PCT,
 ) -> DesignResult:
-    """Compare every variant with the reference the way `design` ran them."""
+    """Compare every variant with the reference the way `design` ran them; "equal" means
+    within ±`equivalence_pct` %."""
     check_design(design)
     check_reference(design, list(values), reference)
     copies = 2 if design == ABBA else 1
@@ -90,7 +96,9 @@ def analyse(
         per_round[reference] = _round_values(ref_copies, 2)
     ref = per_round.get(reference, {})
     comparisons = {
-        v: compare_paired(ref, other, higher_is_better=higher_is_better)
+        v: compare_paired(
+            ref, other, higher_is_better=higher_is_better, equivalence_pct=equivalence_pct
+        )
         for v, other in per_round.items()
         if v != reference
     }

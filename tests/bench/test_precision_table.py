@@ -9,7 +9,6 @@ from precision_table import (
     DASH,
     HEADER,
     ArmRuns,
-    aa_from_copies,
     arm_row,
     arm_runs,
     flagged,
@@ -133,16 +132,8 @@ def test_flagged_counts_only_judged_runs() -> None:
 
 
 def test_the_header_names_the_new_columns() -> None:
-    for column in ("A/A ratio", "carry-over", "non-stationary"):
+    for column in ("verdict", "A/A ratio", "carry-over", "non-stationary"):
         assert column in HEADER
-
-
-def test_aa_from_copies_is_copy_1_over_copy_0_by_round() -> None:
-    copies = {1: [100.0, 102.0], 2: [200.0, 202.0], 3: [150.0, 153.0], 4: [120.0]}
-    c = aa_from_copies(copies)
-    assert c.n_pairs == 3  # round 4 has one copy only
-    expected = math.exp((math.log(1.02) + math.log(1.01) + math.log(1.02)) / 3)
-    assert c.ratio == pytest.approx(expected)
 
 
 def test_arm_runs_takes_the_arms_attributes_and_what_is_given_first() -> None:
@@ -154,4 +145,4 @@ def test_arm_runs_takes_the_arms_attributes_and_what_is_given_first() -> None:
 
     got = arm_runs(Arm(), design="paired", runs=9)
     assert (got.name, got.design, got.runs, got.seconds) == ("abba", "paired", 9, 60.0)
-    assert got.values == Arm.values and got.drifted == [False] and got.aa_copies is None
+    assert got.values == Arm.values and got.drifted == [False] and got.aa is None
