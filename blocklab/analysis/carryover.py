@@ -70,6 +70,9 @@ class CarryOver:
     n_rounds: int  # rounds with a variant run both after a switch and after a repeat
     note: str = ""  # why there is no estimate
     of: str = "runs"  # what was compared: "runs", or "slices" (interleaved rounds)
+    # interleaved, two variants: the second variant's gain after a switch over the
+    # first's, paired by round (1: both gain alike, so the Thue-Morse order cancels it)
+    between: stats.Comparison | None = None
 
     @property
     def confounded(self) -> bool:
@@ -81,6 +84,19 @@ class CarryOver:
     def detected(self) -> bool:
         c = self.comparison
         return c is not None and c.verdict in (stats.FASTER, stats.SLOWER)
+
+    @property
+    def differs(self) -> bool:
+        """The two variants' gains after a switch differ (`between`'s CI excludes 1): a
+        carry-over the balanced order does not cancel, whatever its average."""
+        b = self.between
+        return b is not None and b.verdict in (stats.FASTER, stats.SLOWER)
+
+    @property
+    def warns(self) -> bool:
+        """A carry-over that may lean the comparison: the variants' gains differ, or one
+        is detected where nothing says both variants share it."""
+        return self.differs or (self.detected and self.between is None)
 
 
 def estimate(runs: Iterable[PositionRun]) -> CarryOver:
@@ -259,23 +275,41 @@ def _usable(x: float) -> bool:
 
 
 def sentence(c: CarryOver, words: tuple[str, str] = ("faster", "slower")) -> str:
-    """The carry-over in words: a warning when its CI excludes 1, else that none was seen.
-    `words`: what a ratio above 1 and below 1 mean for the metric."""
+    """The carry-over in words: a warning when its CI excludes 1, else that none was seen;
+    with two interleaved variants (`between`), whether their gains differ, which decides
+    whether the balanced order cancels it. `words`: what a ratio above 1 and below 1 mean
+    for the metric."""
     k = c.comparison
     if k is None or k.ratio is None:
         return f"carry-over: not measured ({c.note or (k.note if k else '')})"
     ci = _ci_pct(k)
-    if not c.detected:
-        return (
-            f"carry-over: none detected: {c.of} right after a switch vs after a repeat "
-            f"{k.ratio:.3f} (95 % CI {ci}, {c.n_rounds} rounds)"
+    b = c.between
+    if c.detected:
+        pct = abs(k.ratio - 1) * 100
+        up, down = words
+        head = (
+            f"{c.of} right after a switch were {pct:.1f} % {up if k.ratio > 1 else down} "
+            f"(95 % CI {ci}, {c.n_rounds} rounds): carry-over"
         )
-    pct = abs(k.ratio - 1) * 100
-    up, down = words
-    return (
-        f"{c.of} right after a switch were {pct:.1f} % {up if k.ratio > 1 else down} "
-        f"(95 % CI {ci}, {c.n_rounds} rounds): carry-over; {ADVICE.get(c.of, ADVICE['runs'])}"
-    )
+    else:
+        head = (
+            f"carry-over: {c.of} right after a switch vs after a repeat {k.ratio:.3f} "
+            f"(95 % CI {ci}, {c.n_rounds} rounds)"
+        )
+    if b is not None and b.ratio is not None:
+        between = f"{(b.ratio - 1) * 100:+.1f} %, 95 % CI {_ci_pct(b)}"
+        if c.differs:
+            return (
+                f"{head}; the two variants' gains differ ({between}): the comparison may carry it"
+            )
+        if c.detected:
+            return (
+                f"{head}; no difference between the two variants' gains detected "
+                f"({between}): a gain both share cancels in the balanced order"
+            )
+    if not c.detected:
+        return head.replace("carry-over: ", "carry-over: none detected: ", 1)
+    return f"{head}; {ADVICE.get(c.of, ADVICE['runs'])}"
 
 
 ADVICE = {

@@ -99,16 +99,34 @@ def aa_halves(
 def carry_over(variants: Iterable[tuple[RoundValues, RoundValues]]) -> CarryOver:
     """Slices after a switch / after a repeat: per round and variant with both (positive)
     values, log(after switch / after repeat); a round's sample is the mean over its
-    variants (blocklab.analysis.carryover.from_round_log_ratios)."""
-    logs: dict[int, list[float]] = {}
+    variants (blocklab.analysis.carryover.from_round_log_ratios). With two variants,
+    `between` compares their gains (the second's log ratio minus the first's, paired by
+    round): a gain alike for both cancels in the Thue-Morse order, one that differs
+    leans the comparison."""
+    per_variant: list[dict[int, float]] = []
     for switch, repeat in variants:
-        for r in switch.keys() & repeat.keys():
-            s, p = switch[r], repeat[r]
-            if _usable(s) and _usable(p):
-                logs.setdefault(r, []).append(math.log(s / p))
-    return carryover.from_round_log_ratios(
+        per_variant.append(
+            {
+                r: math.log(switch[r] / repeat[r])
+                for r in sorted(switch.keys() & repeat.keys())
+                if _usable(switch[r]) and _usable(repeat[r])
+            }
+        )
+    logs: dict[int, list[float]] = {}
+    for gains in per_variant:
+        for r, x in gains.items():
+            logs.setdefault(r, []).append(x)
+    result = carryover.from_round_log_ratios(
         {r: statistics.fmean(xs) for r, xs in sorted(logs.items())}, of="slices"
     )
+    if len(per_variant) != 2 or result.comparison is None:
+        return result
+    first, second = per_variant
+    both = sorted(first.keys() & second.keys())
+    between = stats.compare_paired(
+        dict.fromkeys(both, 1.0), {r: math.exp(second[r] - first[r]) for r in both}
+    )
+    return dataclasses.replace(result, between=between)
 
 
 def _usable(x: float) -> bool:

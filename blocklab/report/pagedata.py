@@ -105,7 +105,7 @@ def carryover_json(exp: ExperimentView) -> dict[str, Any] | None:
     if c is None or c.comparison is None:
         return None
     text = carryover.sentence(c, ("faster", "slower"))
-    return verdict_json(c.comparison, text, c.detected)
+    return verdict_json(c.comparison, text, c.warns)
 
 
 def compare_items(exp: ExperimentView, index: int) -> list[dict[str, Any]]:
