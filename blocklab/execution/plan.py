@@ -19,7 +19,11 @@ from blocklab.model import BuildRequest, Variant
 from blocklab.workloads import drivers
 
 PER_RUN_OVERHEAD_S = 8.0  # restore the snapshot, start, probes, stop, store
-PER_SLICE_OVERHEAD_S = 0.3  # interleaved: the driver's start and connection per slice
+# interleaved, per server and round: restore, start, CHECKPOINT, stop; and per slice the
+# driver's start and connection. The demo's rounds took 52.5 s for 40 s of slices and 10 s
+# of warm-up on a fresh 2-core machine (2026-11-28; about 70 s on a slower one).
+INTERLEAVED_SERVER_S = 1.5
+PER_SLICE_OVERHEAD_S = 0.1
 BUILD_S = 180.0  # one PostgreSQL build here (make -j2) plus its verification
 DEFAULT_MAX_ROUNDS_FACTOR = 4  # --until-ci without --max-rounds: max(rounds x 4, 20)
 
@@ -36,7 +40,7 @@ def run_estimate_s(v: Variant, design: RunDesign | None = None, footprint_s: flo
 def interleaved_round_s(variants: list[Variant], design: RunDesign) -> float:
     """An interleaved round: per server a restore, a start and a warm-up slice, then
     2 x slices slices of slice_s seconds (each with the driver's start)."""
-    servers_s = sum(PER_RUN_OVERHEAD_S + v.workload.warmup_s for v in variants)
+    servers_s = sum(INTERLEAVED_SERVER_S + v.workload.warmup_s for v in variants)
     return servers_s + 2 * design.slices * (design.slice_s + PER_SLICE_OVERHEAD_S)
 
 

@@ -180,7 +180,7 @@ def test_interleaved_eta_counts_two_servers_and_the_slices(tmp_path: Path) -> No
         "[matrix]\nblock_size = [4, 8]\nduration = 60\nwarmup = 7\n"
     )
     p = plan.describe(spec.load(f))
-    per_round = 2 * (plan.PER_RUN_OVERHEAD_S + 7) + 2 * 6 * (4 + plan.PER_SLICE_OVERHEAD_S)
+    per_round = 2 * (plan.INTERLEAVED_SERVER_S + 7) + 2 * 6 * (4 + plan.PER_SLICE_OVERHEAD_S)
     assert p.eta_runs_s == pytest.approx(3 * per_round)
     assert p.runs == 6 and len(p.first_round) == 2
     assert "Thue-Morse" in p.order_note
