@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from report_fixture import add_synthetic_run, write_synthetic_results  # noqa: E402
 
-from blocklab.report import build_site  # noqa: E402
+from blocklab.report import SiteResult, build_site  # noqa: E402
 
 # (figure, unit, goal) at fleet scale (10,000 runs): at or under its goal, a figure meets it
 GOALS = (
@@ -75,25 +75,13 @@ def main() -> None:
             prof.disable()
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
         t2, c2 = time.monotonic(), time.process_time()
-        assets = sum(p.stat().st_size for p in (tmp / "site" / "assets").iterdir())
-        csvs = [*(tmp / "site").rglob("*.csv"), *(tmp / "site").rglob("*.csv.gz")]
-        csv_bytes = sum(p.stat().st_size for p in csvs)
         print(
             f"runs: {r.runs} ({args.experiments} experiment(s) x {variants} variants x "
             f"{rounds} rounds), {args.seconds} s series"
         )
         print(f"writing the synthetic results DB: {t1 - t0:.1f} s")
         print(f"generating the report: {t2 - t1:.1f} s ({c2 - c1:.1f} s CPU)")
-        mean_kb = r.html_bytes / r.pages / 1e3
-        print(f"pages: {r.pages}, HTML {r.html_bytes / 1e6:.1f} MB (mean {mean_kb:.0f} kB)")
-        print(f"largest page: {r.largest_page} {r.largest_page_bytes / 1e3:.0f} kB")
-        shards = list((tmp / "site").rglob("grid/*.js"))
-        if shards:
-            big = max(p.stat().st_size for p in shards)
-            print(f"grid data scripts: {len(shards)}, largest {big / 1e3:.0f} kB")
-        print(f"assets (plotly.min.js, css, js; loaded once): {assets / 1e6:.2f} MB")
-        print(f"CSV downloads (.csv, .csv.gz): {csv_bytes / 1e6:.1f} MB")
-        print(f"site total: {r.total_bytes / 1e6:.1f} MB")
+        print_weight(tmp / "site", r)
         figures = {
             "full build": t2 - t1,
             "largest page": r.largest_page_bytes / 1e6,
@@ -104,6 +92,29 @@ def main() -> None:
         print_goals(figures, r.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def print_weight(site: Path, r: SiteResult) -> None:
+    """The site's weight by kind of file (the sizes are exact)."""
+    assets = sum(p.stat().st_size for p in (site / "assets").iterdir())
+    csvs = [*site.rglob("*.csv"), *site.rglob("*.csv.gz")]
+    csv_bytes = sum(p.stat().st_size for p in csvs)
+    mean_kb = r.html_bytes / r.pages / 1e3
+    print(f"pages: {r.pages}, HTML {r.html_bytes / 1e6:.1f} MB (mean {mean_kb:.0f} kB)")
+    run_pages = [p.stat().st_size for p in site.glob("e/*/runs/*.html")]
+    if run_pages:
+        mean = sum(run_pages) / len(run_pages) / 1e3
+        print(f"run pages: {len(run_pages)}, {sum(run_pages) / 1e6:.1f} MB (mean {mean:.1f} kB)")
+    print(f"largest page: {r.largest_page} {r.largest_page_bytes / 1e3:.0f} kB")
+    shards = [p.stat().st_size for p in site.rglob("grid/*.js")]
+    if shards:
+        print(
+            f"grid data scripts: {len(shards)}, {sum(shards) / 1e6:.1f} MB, largest "
+            f"{max(shards) / 1e3:.0f} kB"
+        )
+    print(f"assets (plotly.min.js, css, js; loaded once): {assets / 1e6:.2f} MB")
+    print(f"CSV downloads (.csv, .csv.gz): {csv_bytes / 1e6:.1f} MB")
+    print(f"site total: {r.total_bytes / 1e6:.1f} MB")
 
 
 def print_goals(figures: dict[str, float], runs: int) -> None:

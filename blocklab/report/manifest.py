@@ -57,7 +57,6 @@ class Manifest:
     version: str
     experiments: dict[str, list[RunEntry]] = field(default_factory=dict)  # slug -> runs
     cells: dict[str, str] = field(default_factory=dict)  # grid shard path -> digest
-    long_csv: dict[str, int] = field(default_factory=dict)  # slug -> bytes of series.csv.gz
     pages: dict[str, int] = field(default_factory=dict)  # every HTML page -> bytes
 
     def runs_of(self, slug: str) -> dict[int, RunEntry]:
@@ -70,7 +69,6 @@ class Manifest:
                 k: [r.as_list() for r in v] for k, v in sorted(self.experiments.items())
             },
             "cells": dict(sorted(self.cells.items())),
-            "long_csv": dict(sorted(self.long_csv.items())),
             "pages": dict(sorted(self.pages.items())),
         }
         (site / MANIFEST).write_text(json.dumps(body, separators=(",", ":")) + "\n")
@@ -86,7 +84,6 @@ def load(site: Path) -> Manifest | None:
                 k: [RunEntry(*r) for r in v] for k, v in body.get("experiments", {}).items()
             },
             cells=dict(body.get("cells", {})),
-            long_csv={k: int(v) for k, v in body.get("long_csv", {}).items()},
             pages={k: int(v) for k, v in body.get("pages", {}).items()},
         )
     except (OSError, ValueError, KeyError, TypeError):

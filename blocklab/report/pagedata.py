@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 from typing import Any
 
 from blocklab.analysis import carryover
 from blocklab.analysis.aa import aa_sentence, warns
 from blocklab.analysis.stats import Comparison
 from blocklab.report import data, manifest, panels, shape
-from blocklab.report.data import ExperimentView
+from blocklab.report.data import ExperimentView, RunView, VariantView
 
 PALETTE = (
     "#1f77b4",
@@ -129,30 +132,46 @@ def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
     }
 
 
-def run_json(detail: data.RunDetail, throughput_name: str = "tps") -> dict[str, Any]:
-    """A run page's series, its panels (blocklab.report.panels) and its checkpoints. The
-    series drawn are columns: "t" the seconds they share, "series" each one's values at
-    those seconds, "pairs" the others as [t, v]; "throughput" names the throughput's
-    series, "ma10" its moving average at its seconds (the page holds each value once)."""
+def run_json(
+    detail: data.RunDetail, run: RunView, variant: VariantView, throughput_name: str = "tps"
+) -> dict[str, Any]:
+    """A run page's series, its panels (blocklab.report.panels), its checkpoints and its
+    stored details. The series are columns: "t" the seconds they share, "series" each
+    one's values at those seconds, "pairs" the others as [t, v]; every stored series is
+    there (the page offers them as a CSV download), the panels say which are drawn;
+    "throughput" names the throughput's series, "ma10" its moving average at its seconds
+    (the page holds each value once). "details": the run's provenance, settings and
+    metrics and its variant's definition, which the page shows as JSON."""
     ts = [t for pts in detail.series.values() for t, _ in pts]
-    page_panels = panels.run_panels(detail.series, throughput_name)
-    drawn = {s["key"] for p in page_panels for c in p["charts"] for s in c["series"]}
     key = next((n for n in data.THROUGHPUT_SERIES if detail.series.get(n)), None)
-    shown = {k: v for k, v in detail.series.items() if k in drawn or k == key}
-    t, cols, pairs = columns(shown, key)
+    t, cols, pairs = columns(detail.series, key)
     ma10 = shape.moving_average(data.throughput_series(detail.series), 10.0)
     return {
         "t": t,
         "series": cols,
         "pairs": pairs,
-        "panels": page_panels,
+        "panels": panels.run_panels(detail.series, throughput_name),
         "ma10": [v for _, v in ma10],
         "throughput": key,
         "throughput_name": throughput_name,
         "checkpoints": detail.checkpoints,
         "tmin": min(ts, default=0.0),
         "tmax": max(ts, default=1.0),
+        "details": {
+            "provenance": run.provenance,
+            "variant": variant.variant,
+            "settings": run.settings,
+            "metrics": run.metrics,
+        },
     }
+
+
+def pack(value: Any) -> str:
+    """`value` as JSON, gzip-compressed (the same bytes for the same value), in base64: a
+    run page's data, which site.js unpacks (DecompressionStream, from file:// too). At
+    10,000 runs the run pages were most of the site's weight, mostly their series."""
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode()
 
 
 def columns(

@@ -6,10 +6,11 @@ Series go on run pages only; the index and experiment pages carry per-variant nu
 
 Layout:
   index.html  compare.html  assets/{plotly.min.js,site.css,site.js}
-  e/<experiment>/index.html  grid.html  runs.csv  rounds.csv  series.csv.gz
-  e/<experiment>/runs/<id>.html  <id>-series.csv.gz  <id>-raw/<raw files>
-The per-second series downloads (series.csv.gz, <id>-series.csv.gz) are gzip-compressed
-CSV: at 10,000 runs they were three quarters of the site's weight as plain text.
+  e/<experiment>/index.html  grid.html  runs.csv  rounds.csv
+  e/<experiment>/runs/<id>.html  <id>-raw/<raw files>
+A run's per-second series are in its page once, gzip-compressed (pagedata.pack): the page
+draws them and offers them as a CSV made from them (no file of their own, and no copy in
+an experiment-wide file: at 10,000 runs those copies were 51 MB of a 196 MB site).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from blocklab import __version__, faults, proc
 from blocklab.analysis import stationarity
@@ -29,13 +30,14 @@ from blocklab.analysis.round_table import ROUND_FIELDS, round_rows
 from blocklab.analysis.summary import ExperimentSummary
 from blocklab.economics import device_store
 from blocklab.errors import UserError
-from blocklab.report import csvout, data, devices, explain, io_contexts, manifest, parallel
+from blocklab.report import data, devices, explain, io_contexts, manifest, parallel
 from blocklab.report.data import ExperimentView, RunView, VariantView
 from blocklab.report.headline import headline_lines
 from blocklab.report.pagedata import (
     compare_json,
     experiment_json,
     grid_json,
+    pack,
     run_json,
     whole_seconds,
 )
@@ -46,8 +48,6 @@ from blocklab.store import ResultsStore, export
 
 RUNS_PER_PAGE = 500  # runs listed per page: the experiment page, then runs-<n>.html
 MAX_FAILED_LISTED = 200  # failed runs listed on the experiment page (all are in runs.csv)
-LONG_CSV = "series.csv.gz"  # an experiment's series, one line per (run, series, second)
-RUN_CSV = "-series.csv.gz"  # after a run's id: its series, one line per second
 
 
 @dataclass(frozen=True)
@@ -284,43 +284,31 @@ def write_experiment(
     variants = {v.variant_id: v for v in exp.variants}
     old = w.old.runs_of(exp.slug)
     digests = [run_digest(exp, r, variants[r.variant_id]) for r in exp.runs]
-    long_from = _long_csv_start(w, exp, digests)
     kept = [
         (p := old.get(r.id)) is not None and p.digest == d and _keep_run(w, base, r)
         for r, d in zip(exp.runs, digests, strict=True)
     ]
-    todo = [i for i in range(len(exp.runs)) if not (kept[i] and i < long_from)]
-    long_path = w.file(f"{base}/{LONG_CSV}")
-    if not long_from:
-        long_path.write_bytes(csvout.gz(csvout.csv_line(export.SERIES_FIELDS)))
+    todo = [r for r, k in zip(exp.runs, kept, strict=True) if not k]
 
-    def work(k: int, lo: int, hi: int) -> tuple[Tps, WriterState, Path]:
-        part = long_path.with_name(f".{LONG_CSV}.part{k}")
+    def work(k: int, lo: int, hi: int) -> tuple[Tps, WriterState]:
         alone = lo == 0 and hi == len(todo)  # here, in this process
         if not alone:
             w.reset()  # a worker process reports only what it wrote
         store = db if alone else db.reopen()  # a process's own connection
         try:
-            with open(part, "wb") as long_csv:
-                jobs = [(i, kept[i]) for i in todo[lo:hi]]
-                got = _write_runs(w, store, results, exp, jobs, long_from, long_csv, labels)
+            got = _write_runs(w, store, results, exp, todo[lo:hi])
         finally:
             if not alone:
                 store.close()
-        return got, ({}, set(), 0, 0) if alone else w.state(), part
+        return got, ({}, set(), 0, 0) if alone else w.state()
 
     tps: Tps = {}
-    with open(long_path, "ab") as long_csv:
-        for got, state, part in parallel.map_slices(work, len(todo)):
-            tps.update(got)
-            w.merge(state)
-            with open(part, "rb") as f:
-                shutil.copyfileobj(f, long_csv, 1 << 20)
-            part.unlink()
-    w.new.long_csv[exp.slug] = long_path.stat().st_size
+    for got, state in parallel.map_slices(work, len(todo)):
+        tps.update(got)
+        w.merge(state)
     entries = [
-        old[r.id] if kept[i] and i < long_from else _entry(r.id, d, tps[r.id])
-        for i, (r, d) in enumerate(zip(exp.runs, digests, strict=True))
+        old[r.id] if k else _entry(r.id, d, tps[r.id])
+        for r, d, k in zip(exp.runs, digests, kept, strict=True)
     ]
     w.new.experiments[exp.slug] = entries
     has_queries = write_queries(w, db, exp.name, exp.slug)
@@ -332,48 +320,15 @@ def write_experiment(
 
 
 def _write_runs(
-    w: Writer,
-    db: ResultsStore,
-    results: Path,
-    exp: ExperimentView,
-    todo: list[tuple[int, bool]],
-    long_from: int,
-    long_csv: BinaryIO,
-    labels: dict[str, str],
+    w: Writer, db: ResultsStore, results: Path, exp: ExperimentView, runs: list[RunView]
 ) -> Tps:
-    """The pages and files of runs `todo` ((index, page kept)) and their series.csv.gz lines
-    (those at or after long_from); returns their tps series for the grid."""
+    """The pages and files of `runs`; returns their tps series for the grid."""
     tps: Tps = {}
-    runs = [exp.runs[i] for i, _ in todo]
     stream = db.series_of_runs([r.id for r in runs])
-    for (i, kept), run, (_, series) in zip(todo, runs, stream, strict=True):
+    for run, (_, series) in zip(runs, stream, strict=True):
         tps[run.id] = data.throughput_series(series)
-        if not kept:
-            write_run(w, results, exp, run, data.run_detail(db, run.id, series))
-        if i >= long_from:
-            head = [exp.name, run.id, run.variant_id, labels[run.variant_id], run.round]
-            text = csvout.long(head, series)
-            if text:  # a failed run has no series, and no member
-                long_csv.write(csvout.gz(text))
+        write_run(w, results, exp, run, data.run_detail(db, run.id, series))
     return tps
-
-
-def _long_csv_start(w: Writer, exp: ExperimentView, digests: list[str]) -> int:
-    """How many runs series.csv.gz already holds as they are now: the runs of the last
-    build when they are the first runs now, unchanged (the file cut back to the size the
-    last build left); else 0 (written anew)."""
-    before = [(e.id, e.digest) for e in w.old.experiments.get(exp.slug, [])]
-    now = [(r.id, d) for r, d in zip(exp.runs, digests, strict=True)]
-    path = w.out / f"e/{exp.slug}/{LONG_CSV}"
-    size = w.old.long_csv.get(exp.slug)
-    if not before or now[: len(before)] != before or size is None or not path.is_file():
-        return 0
-    now_size = path.stat().st_size
-    if now_size < size:
-        return 0
-    if now_size > size:
-        os.truncate(path, size)  # what an interrupted update appended after
-    return len(before)
 
 
 def write_runs_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
@@ -392,9 +347,9 @@ def write_runs_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
 
 def _keep_run(w: Writer, base: str, run: RunView) -> bool:
     rel = f"{base}/runs/{run.id}"
-    if not (w.out / f"{rel}{RUN_CSV}").is_file() or not w.keep(f"{rel}.html"):
+    if not w.keep(f"{rel}.html"):
         return False
-    w.files.update({f"{rel}{RUN_CSV}", f"{rel}-raw/"})
+    w.files.add(f"{rel}-raw/")
     return True
 
 
@@ -486,23 +441,22 @@ def paginate(
 def write_run(
     w: Writer, results: Path, exp: ExperimentView, run: RunView, detail: data.RunDetail
 ) -> None:
+    """A run's page: what the page shows as text in its HTML, its series, panels,
+    checkpoints and stored details packed (pagedata.pack) for site.js to draw."""
     rel_dir = f"e/{exp.slug}/runs"
-    w.file(f"{rel_dir}/{run.id}{RUN_CSV}").write_bytes(csvout.gz(csvout.wide(detail.series)))
     w.files.add(f"{rel_dir}/{run.id}-raw/")
     raw_files = copy_raw(results, run.raw_dir, w.out / rel_dir / f"{run.id}-raw", f"{run.id}-raw")
-    page = run_json(detail, exp.throughput_name)
+    variant = exp.variant(run.variant_id)
     w.page(
         f"{rel_dir}/{run.id}.html",
         "run.html",
         page="run",
         exp=exp,
         run=run,
-        variant=exp.variant(run.variant_id),
-        checkpoints=detail.checkpoints,
+        variant=variant,
         raw_files=raw_files,
         has_series=any(detail.series.values()),
-        panels=page["panels"],
-        data=page,
+        packed=pack(run_json(detail, run, variant, exp.throughput_name)),
     )
 
 

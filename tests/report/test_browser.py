@@ -8,7 +8,6 @@ that the charts are drawn (counts pixels that are not the white background).
 from __future__ import annotations
 
 import csv
-import gzip
 import os
 import re
 import struct
@@ -20,9 +19,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from report_fixture import write_synthetic_results
+from report_fixture import SERIES_NAMES, write_synthetic_results
 
 from blocklab.report import build_site, make_server
+from blocklab.store import ResultsDB
 
 pytestmark = pytest.mark.browser
 
@@ -235,6 +235,16 @@ def test_file_index_click_through_to_a_run(site: Path, page: Page) -> None:
     log_axis = p.evaluate("document.getElementById('chart-latency-log').layout.yaxis.type")
     assert log_axis == "log"
     assert p.locator("#chart-tps .shapelayer path").count() >= 2  # checkpoints shaded
+    # drawn from the page's packed data (from file://): the checkpoints, the stored details
+    assert p.locator("#checkpoints tbody tr").count() == 3
+    assert "still running" in p.locator("#checkpoints").inner_text()
+    assert "SYNTHETIC" in p.locator("#run-details details[open] pre").inner_text()
+    assert p.locator("#run-details summary").all_text_contents() == [
+        "provenance",
+        "variant definition",
+        "settings (2)",
+        "metrics (5)",
+    ]
     raw = p.locator("#raw-files a", has_text="pgbench.stdout")
     raw.click()
     assert "SYNTHETIC" in p.locator("body").inner_text()
@@ -287,7 +297,9 @@ def test_served_compare_two_storages_on_one_scale(server_url: str, page: Page) -
     page.check_clean()
 
 
-def test_served_download_csv_and_parse_it(server_url: str, page: Page, tmp_path: Path) -> None:
+def test_served_download_csv_and_parse_it(
+    site: Path, server_url: str, page: Page, tmp_path: Path
+) -> None:
     p = page.page
     p.goto(f"{server_url}/e/synthetic-geometry/index.html")
     page.ready()
@@ -303,12 +315,19 @@ def test_served_download_csv_and_parse_it(server_url: str, page: Page, tmp_path:
     p.click("a.run-link >> nth=0")
     page.ready()
     with p.expect_download() as info:
-        p.click("#run-series-csv")
-    series = tmp_path / "series.csv.gz"
+        p.click("#run-series-csv")  # made in the page from its packed data
+    series = tmp_path / "series.csv"
     info.value.save_as(series)
-    with gzip.open(series, "rt", newline="") as f:
+    assert info.value.suggested_filename == re.sub(r".*/(\d+)\.html$", r"\1-series.csv", p.url)
+    with open(series, newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 60 and float(rows[10]["tps"]) > 0
+    assert list(rows[0]) == ["t_s", *sorted(SERIES_NAMES)]  # every stored series
+    run_id = int(info.value.suggested_filename.split("-")[0])
+    with ResultsDB(site.parent / "results", create=False) as db:
+        stored = db.series(run_id)
+    for name in SERIES_NAMES:
+        assert [(float(r["t_s"]), float(r[name])) for r in rows] == stored[name]
     page.check_clean()
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import gzip
 import http.client
 import json
 import re
@@ -152,7 +151,8 @@ def test_site_has_every_page_and_the_bundled_chart_library(results: Path, site: 
             assert (base / "index.html").is_file() and (base / "grid.html").is_file()
             for r in db.runs(e["name"]):
                 assert (base / "runs" / f"{r['id']}.html").is_file()
-                assert (base / "runs" / f"{r['id']}-series.csv.gz").is_file()
+            # a run's series are in its page only: no file of their own, no experiment-wide copy
+            assert not list(base.glob("runs/*.csv*")) and not list(base.glob("*series*"))
     assert (site / "index.html").is_file() and (site / "compare.html").is_file()
 
 
@@ -251,13 +251,6 @@ def test_csv_files_parse_and_hold_every_run(results: Path, site: Path) -> None:
     with open(base / "runs.csv", newline="") as f:
         runs = list(csv.DictReader(f))
     assert len(runs) == 18 and sum(r["status"] == "failed" for r in runs) == 1
-    ok = next(r for r in runs if r["status"] == "ok")
-    with gzip.open(base / "runs" / f"{ok['run_id']}-series.csv.gz", "rt", newline="") as f:
-        rows = list(csv.DictReader(f))
-    assert len(rows) == 60 and {"t_s", "tps", "latency_ms"} <= set(rows[0])
-    with gzip.open(base / "series.csv.gz", "rt", newline="") as f:
-        long_rows = sum(1 for _ in csv.reader(f)) - 1
-    assert long_rows == 17 * 60 * 8  # ok runs x seconds x series
 
 
 def test_run_page_links_raw_files_that_exist_in_the_site(site: Path) -> None:

@@ -4,17 +4,15 @@ SYNTHETIC data (tests/report_fixture.py)."""
 
 from __future__ import annotations
 
-import csv
 import filecmp
 import hashlib
-import io
 import json
 from pathlib import Path
 
 import pytest
 from report_fixture import add_synthetic_run, write_synthetic_results
 
-from blocklab.report import build_site, csvout, site
+from blocklab.report import build_site, site
 from blocklab.report.manifest import MANIFEST
 from blocklab.store import ResultsDB
 
@@ -81,18 +79,16 @@ def test_one_more_run_rewrites_only_its_pages_and_matches_a_full_rebuild(
     assert not first.incremental and first.written == first.pages
     before = _snapshot(out)
     run_id = add_synthetic_run(res, NAME, seconds=10)
-    with open(out / "e" / NAME / "series.csv.gz", "ab") as f:
-        f.write(b"\x1f\x8bhalf of an interrupted update")  # cut away before appending
 
     r = build_site(res, out)
     assert r.incremental and r.written + r.kept == r.pages
     after = _snapshot(out)
     changed = {k for k in after if before.get(k) != after[k]}
     base = f"e/{NAME}"
-    new_run = {f"{base}/runs/{run_id}.html", f"{base}/runs/{run_id}-series.csv.gz"}
+    new_run = {f"{base}/runs/{run_id}.html"}
     new_run |= {k for k in after if k.startswith(f"{base}/runs/{run_id}-raw/")}
     expected_pages = {"index.html", "compare.html", f"{base}/index.html", f"{base}/grid.html"}
-    csvs = {f"{base}/runs.csv", f"{base}/rounds.csv", f"{base}/series.csv.gz"}
+    csvs = {f"{base}/runs.csv", f"{base}/rounds.csv"}
     csvs.add(f"{base}/plots.js")  # the experiment page's rounds and runs plots
     cells = {k for k in changed if k.startswith(f"{base}/grid/")}
     assert len(cells) == 1  # the new run's cell only
@@ -127,32 +123,3 @@ def test_bulk_series_read_matches_the_per_run_read(tmp_path: Path) -> None:
         assert [r for r, _ in bulk] == ids
         assert all(s == db.series(r) for r, s in bulk)
         assert any(s == {} for _, s in bulk) and any(s for _, s in bulk)  # the failed run
-
-
-def _csv_module(rows: list[list[object]]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf).writerows(rows)
-    return buf.getvalue()
-
-
-def test_bulk_csv_text_is_what_the_csv_module_writes() -> None:
-    aligned = {
-        "tps": [(0.0, 1.5), (1.0, None), (2.0, 3.0)],
-        "lat": [(0.0, 2.0), (1.0, 0.1), (2.0, 1e-07)],
-    }
-    ragged = {"tps": [(0.0, 1.5), (1.5, None)], "lat": [(0.0, 2.0), (1.0, 0.1), (2.0, 3.0)]}
-    for series in (aligned, ragged, {}):
-        table: dict[float, dict[str, object]] = {}
-        for name, pts in series.items():
-            for t, v in pts:
-                table.setdefault(t, {})[name] = v
-        names = sorted(series)
-        rows: list[list[object]] = [["t_s", *names]]
-        rows += [
-            [t, *("" if table[t].get(n) is None else table[t][n] for n in names)]
-            for t in sorted(table)
-        ]
-        assert csvout.wide(series) == _csv_module(rows)
-    head = ["exp, with comma", 7, "v", 'say "x"', 1]
-    expected = [[*head, n, t, "" if v is None else v] for n, pts in ragged.items() for t, v in pts]
-    assert csvout.long(head, ragged) == _csv_module(expected)

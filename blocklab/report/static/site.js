@@ -5,7 +5,15 @@
   const CP_FILL = { time: "rgba(31,119,180,0.16)", wal: "rgba(255,127,14,0.24)", other: "rgba(127,127,127,0.18)" };
   const CONFIG = { responsive: true, displaylogo: false, showLink: false, showSendToCloud: false };
 
-  function pageData() {
+  // The page's data: JSON in the page, or (run pages) JSON gzip-compressed in base64
+  // (blocklab/report/pagedata.py, pack), unpacked here: no fetch, so from file:// too.
+  async function pageData() {
+    const packed = document.getElementById("page-data-gz");
+    if (packed) {
+      const bytes = Uint8Array.from(atob(packed.textContent.trim()), (c) => c.charCodeAt(0));
+      const text = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      return JSON.parse(await new Response(text).text());
+    }
     const el = document.getElementById("page-data");
     return el ? JSON.parse(el.textContent) : null;
   }
@@ -515,7 +523,108 @@
     return (d.pairs || {})[key] || null;
   }
 
+  // The run page's sections, made here from its data so that the page holds each thing
+  // once: the panels (blocklab/report/panels.py), the checkpoints, the stored details,
+  // and its series as a CSV download. Text goes in as text (append), never as HTML.
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    e.append(...kids.filter((k) => k !== null && k !== undefined));
+    return e;
+  }
+
+  function rawNames(items, labelled) {
+    const d = el("details", { class: "raw-names" }, el("summary", null, "raw columns"));
+    items.forEach((s, i) => {
+      d.append(el("code", null, s.key));
+      if (labelled) d.append(" " + s.label);
+      if (i < items.length - 1) d.append(labelled ? "; " : ", ");
+    });
+    return d;
+  }
+
+  function namedList(items) {
+    return items.flatMap((s, i) => [el("span", { title: s.key }, s.label), i < items.length - 1 ? ", " : null]);
+  }
+
+  function chartBox(c) {
+    const unit = c.unit ? " (" + c.unit + ")" : "";
+    const box = el("div", { class: "chart-box" },
+      el("h3", { title: "columns: " + c.series.map((s) => s.key).join(", ") }, c.title + unit),
+      el("div", { id: "chart-" + c.id, class: "chart" }));
+    if (c.log_copy) {
+      box.append(el("h3", null, c.title + ", log scale" + unit),
+        el("div", { id: "chart-" + c.id + "-log", class: "chart" }));
+    }
+    box.append(rawNames(c.series, true));
+    return box;
+  }
+
+  function panelSection(p) {
+    const s = el("section", { class: "series-panel", id: "panel-" + p.id }, el("h2", null, p.title));
+    if (p.charts.length) s.append(el("div", { class: "charts" }, ...p.charts.map(chartBox)));
+    if (p.zero.length) {
+      s.append(el("div", { class: "zero muted" }, "zero throughout: ", ...namedList(p.zero), " ",
+        rawNames(p.zero, false)));
+    }
+    if (p.empty.length) s.append(el("p", { class: "no-value muted" }, "no value recorded: ", ...namedList(p.empty)));
+    return s;
+  }
+
+  function swatch(kind) {
+    return el("span", { class: "swatch cp-" + kind });
+  }
+
+  function checkpointTable(cps) {
+    const num = { class: "num" };
+    const row = (tag, cells) => el("tr", null, ...cells.map((c, i) => el(tag, i === 3 ? null : num, c)));
+    const bytes = (x) => (Number.isInteger(x) ? x.toLocaleString("en-US") : fmt(x));
+    return [el("h2", null, "Checkpoints"), el("table", { class: "data", id: "checkpoints" },
+      el("thead", null, row("th", ["#", "start (s)", "end (s)", "trigger", "bytes written"])),
+      el("tbody", null, ...cps.map((c, i) => row("td", [String(i + 1), fmt(c.start_s),
+        c.end_s === null ? "still running" : fmt(c.end_s), c.trigger, bytes(c.bytes_written)]))))];
+  }
+
+  function runSections(d) {
+    const box = document.getElementById("run-panels");
+    if (box) {
+      box.append(el("p", { class: "legend" }, "Checkpoints: ", swatch("time"),
+        " time-triggered (checkpoint_timeout) ", swatch("wal"), " WAL-triggered or requested ",
+        swatch("other"), " other (a dotted edge: still running when the run ended)"),
+      ...(d.panels || []).map(panelSection), ...(d.checkpoints.length ? checkpointTable(d.checkpoints) : []));
+    }
+    const details = document.getElementById("run-details");
+    const x = d.details || {};
+    const pre = (summary, value, open) => el("details", open ? { open: "" } : null,
+      el("summary", null, summary), el("pre", null, JSON.stringify(value, null, 1)));
+    if (details) {
+      details.append(pre("provenance", x.provenance, true), pre("variant definition", x.variant),
+        pre("settings (" + Object.keys(x.settings || {}).length + ")", x.settings),
+        pre("metrics (" + Object.keys(x.metrics || {}).length + ")", x.metrics));
+    }
+    const csv = document.getElementById("run-series-csv");
+    if (csv) csv.href = URL.createObjectURL(new Blob([seriesCsv(d)], { type: "text/csv" }));
+  }
+
+  // The run's series as CSV: t_s, then a column a series (sorted by name), a line a second
+  // (what `blocklab export` holds for the run, one column a series)
+  function seriesCsv(d) {
+    const cell = (x) => (/[",\r\n]/.test(x) ? '"' + x.replaceAll('"', '""') + '"' : x);
+    const names = Object.keys(d.series).concat(Object.keys(d.pairs)).sort();
+    const rows = new Map();
+    names.forEach((name, i) => {
+      for (const [t, v] of runPoints(d, name)) {
+        if (!rows.has(t)) rows.set(t, new Array(names.length).fill(""));
+        rows.get(t)[i] = v === null ? "" : String(v);
+      }
+    });
+    const lines = [["t_s", ...names].map(cell).join(",")];
+    for (const t of [...rows.keys()].sort((a, b) => a - b)) lines.push(t + "," + rows.get(t).join(","));
+    return lines.join("\r\n") + "\r\n";
+  }
+
   function initRun(d) {
+    runSections(d);
     const thr = runPoints(d, d.throughput);
     const ma10 = thr && thr.map((p, i) => [p[0], d.ma10[i]]);
     for (const p of d.panels || []) {
@@ -613,9 +722,9 @@
 
   // ---- start -----------------------------------------------------------------------
 
-  document.addEventListener("DOMContentLoaded", () => {
+  document.addEventListener("DOMContentLoaded", async () => {
     const page = document.body.dataset.page;
-    const d = pageData();
+    const d = await pageData();
     if (!d || typeof Plotly === "undefined") return;
     const init = { experiment: initExperiment, compare: initCompare, run: initRun, grid: initGrid,
       devices: initDevices }[page];

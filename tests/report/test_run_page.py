@@ -1,0 +1,93 @@
+"""A run page at fleet scale (issue 33): its data packed in the page, gzip-compressed (the
+page's script unpacks and draws it, from file:// too), every stored series in it and no
+per-run series file beside it. SYNTHETIC data (tests/report_fixture.py)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from report_fixture import SERIES_NAMES, write_synthetic_results
+
+from blocklab.report import build_site
+from blocklab.report.data import load_experiment
+from blocklab.store import ResultsDB
+
+NAME = "synthetic-geometry"
+# A run page of the fixture's runs (60 s of 8 series) weighed 12 kB with its series and
+# panels as text and JSON; packed, it weighs about 5 kB (these are exact byte counts).
+MAX_RUN_PAGE_BYTES = 6_000
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("run-page")
+    write_synthetic_results(base / "results")
+    build_site(base / "results", base / "site")
+    return base / "site"
+
+
+def unpacked(page: Path) -> dict[str, Any]:
+    """What site.js unpacks: the base64 of gzip-compressed JSON."""
+    found = re.search(r'id="page-data-gz">([A-Za-z0-9+/=]*)</script>', page.read_text())
+    assert found is not None, page
+    return dict(json.loads(gzip.decompress(base64.b64decode(found.group(1)))))
+
+
+def points(data: dict[str, Any], name: str) -> list[tuple[float, float | None]]:
+    if name in data["series"]:
+        return [(float(t), v) for t, v in zip(data["t"], data["series"][name], strict=True)]
+    return [(float(t), v) for t, v in data["pairs"][name]]
+
+
+def test_a_run_page_packs_every_stored_series_and_what_it_shows(site: Path) -> None:
+    results = site.parent / "results"
+    with ResultsDB(results, create=False) as db:
+        exp = load_experiment(db, NAME)
+        for run in exp.runs:
+            data = unpacked(site / "e" / NAME / "runs" / f"{run.id}.html")
+            stored = db.series(run.id)
+            assert sorted([*data["series"], *data["pairs"]]) == sorted(stored)
+            assert all(points(data, n) == stored[n] for n in stored)
+            assert [c["start_s"] for c in data["checkpoints"]] == [
+                c["start_s"] for c in db.checkpoints(run.id)
+            ]
+            details = data["details"]
+            assert details["provenance"] == run.provenance
+            assert details["settings"] == run.settings
+            assert details["metrics"] == run.metrics
+            assert details["variant"] == exp.variant(run.variant_id).variant
+            if run.status == "ok":
+                assert sorted(stored) == sorted(SERIES_NAMES)
+                assert len(data["ma10"]) == len(data["t"]) == 60
+                assert data["throughput"] == "tps" and data["panels"]
+
+
+def test_run_pages_weigh_less_and_no_run_has_a_series_file(site: Path) -> None:
+    runs = site / "e" / NAME / "runs"
+    pages = sorted(runs.glob("*.html"))
+    assert len(pages) == 18
+    sizes = {p.name: p.stat().st_size for p in pages}
+    assert max(sizes.values()) < MAX_RUN_PAGE_BYTES, sizes
+    assert not [p.name for p in runs.iterdir() if p.is_file() and p.suffix != ".html"]
+    html = pages[0].read_text()
+    assert 'id="page-data"' not in html and "<section" not in html  # drawn by site.js
+    assert 'download="1-series.csv" id="run-series-csv"' in html
+
+
+def test_a_failed_run_page_says_so_and_offers_no_series(site: Path) -> None:
+    with ResultsDB(site.parent / "results", create=False) as db:
+        failed = [r for r in load_experiment(db, NAME).runs if r.status != "ok"]
+    assert len(failed) == 1
+    page = site / "e" / NAME / "runs" / f"{failed[0].id}.html"
+    html = page.read_text()
+    assert "This run recorded no per-second series (it failed)" in html
+    assert "run-series-csv" not in html and 'id="run-panels"' not in html
+    data = unpacked(page)
+    assert data["series"] == {} and data["pairs"] == {} and data["t"] == []
+    assert data["details"]["provenance"] == failed[0].provenance
