@@ -36,7 +36,7 @@ from typing import Any
 from blocklab.analysis import carryover, precision, stationarity
 from blocklab.analysis import designs as analysis_designs
 from blocklab.analysis.carryover import CarryOver, PositionRun
-from blocklab.analysis.stats import EQUAL, EQUIVALENCE_PCT, Comparison, compare_paired
+from blocklab.analysis.stats import EQUAL, EQUIVALENCE_PCT, Comparison
 
 TWENTY_MIN_S = 20 * 60
 DASH = "–"
@@ -95,12 +95,13 @@ def arm_row(arm: ArmRuns, equivalence_pct: float = EQUIVALENCE_PCT) -> Row:
     """The table's row of one arm; its verdict at `equivalence_pct` (X of "equal within
     ±X %")."""
     result = analysis_designs.analyse(
-        arm.design, arm.values, reference=arm.reference, equivalence_pct=equivalence_pct
+        arm.design,
+        arm.values,
+        reference=arm.reference,
+        equivalence_pct=equivalence_pct,
+        nuisance=arm.nuisance,  # interleaved: the storage slot fitted beside the effect
     )
     (c,) = result.comparisons.values()
-    if arm.nuisance is not None:  # the slot fitted beside the effect (one copy per round)
-        ref, other = (_first_copies(arm.values, v) for v in _pair(arm))
-        c = compare_paired(ref, other, equivalence_pct=equivalence_pct, nuisance=arm.nuisance)
     width = c.ci_half_width_pct
     at20 = None if width is None else width * math.sqrt(arm.seconds / TWENTY_MIN_S)
     ratios = [_log_ratios(arm.values, arm.reference, v) for v in arm.values if v != arm.reference]
@@ -119,23 +120,10 @@ def arm_row(arm: ArmRuns, equivalence_pct: float = EQUIVALENCE_PCT) -> Row:
         at_20_min_pct=at20,
         model_20_min_pct=None if noise is None else _model_at_20_min(noise.sigma_log, arm),
         noise_pct=None if noise is None else noise.sigma_pct,
-        aa=_aa(arm, result.aa),
+        aa=arm.aa if arm.aa is not None else result.aa,
         carry=arm.carry if arm.carry is not None else carryover.estimate(arm.positions),
         flagged=None if arm.whole_cycles else flagged(arm.drifted),
     )
-
-
-def _aa(arm: ArmRuns, designs_aa: Comparison | None) -> Comparison | None:
-    return arm.aa if arm.aa is not None else designs_aa
-
-
-def _pair(arm: ArmRuns) -> tuple[str, str]:
-    (other,) = [v for v in arm.values if v != arm.reference]
-    return arm.reference, other
-
-
-def _first_copies(values: Values, vid: str) -> dict[int, float]:
-    return {r: xs[0] for r, xs in values.get(vid, {}).items() if xs}
 
 
 def run_drifted(series: Series) -> bool | None:

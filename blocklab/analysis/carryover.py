@@ -283,7 +283,6 @@ def sentence(c: CarryOver, words: tuple[str, str] = ("faster", "slower")) -> str
     if k is None or k.ratio is None:
         return f"carry-over: not measured ({c.note or (k.note if k else '')})"
     ci = _ci_pct(k)
-    b = c.between
     if c.detected:
         pct = abs(k.ratio - 1) * 100
         up, down = words
@@ -292,24 +291,21 @@ def sentence(c: CarryOver, words: tuple[str, str] = ("faster", "slower")) -> str
             f"(95 % CI {ci}, {c.n_rounds} rounds): carry-over"
         )
     else:
+        seen = "" if c.differs else "none detected: "
         head = (
-            f"carry-over: {c.of} right after a switch vs after a repeat {k.ratio:.3f} "
+            f"carry-over: {seen}{c.of} right after a switch vs after a repeat {k.ratio:.3f} "
             f"(95 % CI {ci}, {c.n_rounds} rounds)"
         )
-    if b is not None and b.ratio is not None:
-        between = f"{(b.ratio - 1) * 100:+.1f} %, 95 % CI {_ci_pct(b)}"
-        if c.differs:
-            return (
-                f"{head}; the two variants' gains differ ({between}): the comparison may carry it"
-            )
-        if c.detected:
-            return (
-                f"{head}; no difference between the two variants' gains detected "
-                f"({between}): a gain both share cancels in the balanced order"
-            )
-    if not c.detected:
-        return head.replace("carry-over: ", "carry-over: none detected: ", 1)
-    return f"{head}; {ADVICE.get(c.of, ADVICE['runs'])}"
+    b = c.between
+    if b is None or b.ratio is None or not (c.detected or c.differs):
+        return head if not c.detected else f"{head}; {ADVICE.get(c.of, ADVICE['runs'])}"
+    between = f"{(b.ratio - 1) * 100:+.1f} %, 95 % CI {_ci_pct(b)}"
+    if c.differs:
+        return f"{head}; the two variants' gains differ ({between}): the comparison may carry it"
+    return (
+        f"{head}; no difference between the two variants' gains detected ({between}): a "
+        "gain both share cancels in the balanced order"
+    )
 
 
 ADVICE = {

@@ -80,9 +80,11 @@ def analyse(
     reference: str,
     higher_is_better: bool = True,
     equivalence_pct: float = EQUIVALENCE_PCT,
+    nuisance: Mapping[int, float] | None = None,
 ) -> DesignResult:
     """Compare every variant with the reference the way `design` ran them; "equal" means
-    within ±`equivalence_pct` %."""
+    within ±`equivalence_pct` %; `nuisance` (round -> -1/+1, an interleaved experiment's
+    storage slot) is fitted beside the effect (stats.compare_paired)."""
     check_design(design)
     check_reference(design, list(values), reference)
     copies = 2 if design == ABBA else 1
@@ -97,7 +99,11 @@ def analyse(
     ref = per_round.get(reference, {})
     comparisons = {
         v: compare_paired(
-            ref, other, higher_is_better=higher_is_better, equivalence_pct=equivalence_pct
+            ref,
+            other,
+            higher_is_better=higher_is_better,
+            equivalence_pct=equivalence_pct,
+            nuisance=nuisance,
         )
         for v, other in per_round.items()
         if v != reference
