@@ -11,13 +11,15 @@ DEMO_ARGS ?=
 
 # Debian packages: PostgreSQL build dependencies, file-system tools, Debian's
 # PostgreSQL 15 binaries (a second code path for the probes), Chromium for report tests,
-# fio for device profiles, sysbench for its workload driver. liblz4-dev, libzstd-dev and
-# liburing-dev: every build is configured --with-lz4 --with-zstd (wal_compression) and,
-# from PostgreSQL 18, --with-liburing (io_method = io_uring).
+# fio for device profiles, sysbench for its workload driver, ccache for builds that share
+# their objects (blocklab.postgres.compiler_cache: layout variants, patches).
+# liblz4-dev, libzstd-dev and liburing-dev: every build is configured --with-lz4
+# --with-zstd (wal_compression) and, from PostgreSQL 18, --with-liburing (io_method =
+# io_uring).
 APT_PACKAGES := bison flex gcc make pkg-config zlib1g-dev libicu-dev libreadline-dev \
 	liblz4-dev libzstd-dev liburing-dev \
 	dpkg-dev ca-certificates e2fsprogs xfsprogs btrfs-progs util-linux procps \
-	python3-venv postgresql-15 postgresql-client-15 chromium sqlite3 fio sysbench
+	python3-venv postgresql-15 postgresql-client-15 chromium sqlite3 fio sysbench ccache
 
 # Workload drivers besides pgbench: sysbench comes from Debian (built with its pgsql
 # driver); go-tpc (TPC-C-like, TPC-H-like) is built from tools/go-tpc, whose go.mod and
@@ -87,12 +89,14 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-# Two workers: one runs the tests in order, the other the long ones marked `alongside`
-# (tests/conftest.py); TEST_WORKERS=0 runs everything in one process.
+# Two workers take the tests in the order tests/conftest.py gives them: those that need no
+# build first, then by the time their builds are made in the background (tests/prebuild.py),
+# longest first. Not --dist loadgroup: with pytest 9.2 it ignores every xdist_group
+# (pytest-xdist issue 1386), so a group is no promise. TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 
 pytest: setup
-	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist load $(PYTEST_ARGS)
 
 test: setup lint typecheck pytest
 

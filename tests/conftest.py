@@ -14,6 +14,7 @@ from pathlib import Path
 
 import prebuild
 import pytest
+import run_order
 from pg_results import pg_server, pg_uri, store  # noqa: F401 - fixtures shared by the store, fleet and summary tests
 
 from blocklab.paths import Paths, ensure_dir
@@ -82,41 +83,19 @@ def pg15_system():  # type: ignore[no-untyped-def]
     return inst
 
 
-BUILD_FIXTURES = {"pg18_4k", "pg18_8k", "pg18_wal4k"}
+# The worker whose session makes the builds in the background (tests/prebuild.py).
+PREBUILD_WORKER = "gw0"
 
 
-# The worker that runs the serial group (tests/prebuild.py runs there only, once per session).
-SERIAL_WORKER = "gw0"
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist adds the group to each test's id
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that asks for a real build (directly or through another fixture) is a
     `build` test, marked or not: `make check` (-m "not build") never compiles PostgreSQL.
-
-    Under pytest-xdist (`make test`: -n 2 --dist loadgroup) every test runs in one group, in
-    order on one worker, except the long tests marked `alongside(minutes)`: they wait on the
-    clock, keep to their own BLOCKLAB_HOME and look at nothing host-wide, so the second
-    worker runs them beside the group, longest first. In the group, the tests that need no
-    build come first: on a cold cache they run while the first builds are made."""
+    Then the tests are sorted for the two workers of `make test` (tests/run_order.py)."""
     for item in items:
-        asked = set(getattr(item, "fixturenames", ()))
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None:  # request.getfixturevalue(param) of a parametrized test
-            asked |= {v for v in callspec.params.values() if isinstance(v, str)}
-        if BUILD_FIXTURES & asked:
+        if run_order.BUILD_FIXTURES & run_order.asked(item):
             item.add_marker(pytest.mark.build)
-        if item.get_closest_marker("alongside") is None:
-            item.add_marker(pytest.mark.xdist_group("serial"))
-    items.sort(key=_run_order)
-
-
-def _run_order(item: pytest.Item) -> tuple[int, float, bool]:
-    """Alongside tests first, longest first; then the group, tests without a build first."""
-    alongside = item.get_closest_marker("alongside")
-    if alongside is not None:
-        return (0, -float(alongside.args[0]), False)
-    return (1, 0.0, item.get_closest_marker("build") is not None)
+    items.sort(key=run_order.sort_key)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -127,7 +106,7 @@ def builds_in_background(paths: Paths, request: pytest.FixtureRequest) -> Iterat
     selected = request.session.items  # under xdist: the whole collection, on every worker
     if (
         os.environ.get("BLOCKLAB_TEST_PREBUILD", "1") == "0"
-        or os.environ.get("PYTEST_XDIST_WORKER", SERIAL_WORKER) != SERIAL_WORKER
+        or os.environ.get("PYTEST_XDIST_WORKER", PREBUILD_WORKER) != PREBUILD_WORKER
         or not any(item.get_closest_marker("build") for item in selected)
     ):
         yield

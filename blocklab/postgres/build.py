@@ -27,7 +27,14 @@ from blocklab import faults, proc
 from blocklab.errors import BuildError, CommandError, UserError
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths, ensure_dir, tree_size_bytes
-from blocklab.postgres import cluster, link_order, settings_catalogue, sources, throwaway
+from blocklab.postgres import (
+    cluster,
+    compiler_cache,
+    link_order,
+    settings_catalogue,
+    sources,
+    throwaway,
+)
 from blocklab.postgres.installation import (
     FEATURES,
     MANIFEST_NAME,
@@ -243,12 +250,14 @@ def _build(
         tree = sources.materialize(spec, paths, work / "src", log)
         sources.apply_patches(tree, req.patches, log_path, log)
         argv = configure_argv(req, prefix, spec.version)
-        _compile_and_install(tree, argv, log_path, log, make_args(req))
+        env = compiler_cache.build_env(paths.cache / "ccache", work)
+        _compile_and_install(tree, argv, log_path, log, make_args(req), env)
         make_readable(prefix)
         inst = _provisional(prefix, key, tree, spec, req)
         log("verifying: initdb, pg_controldata, start, SELECT, stop")
         verification = verify(inst, req, paths)
         manifest = _manifest(inst, spec, req, argv, verification, time.monotonic() - started)
+        manifest["compiler_cache"] = compiler_cache.summary(env)
         _finish(prefix, manifest, log_path)
     except CommandError as e:
         remove_build(prefix)
@@ -270,15 +279,28 @@ def make_args(req: BuildRequest) -> list[str]:
 
 
 def _compile_and_install(
-    tree: Path, argv: list[str], log_path: Path, log: Log, extra: Sequence[str] = ()
+    tree: Path,
+    argv: list[str],
+    log_path: Path,
+    log: Log,
+    extra: Sequence[str] = (),
+    env: dict[str, str] | None = None,
 ) -> None:
+    """configure, make, make install and the contrib modules; `env` (a compiler cache's
+    variables, blocklab.postgres.compiler_cache) is given to every step."""
     jobs = str(len(os.sched_getaffinity(0)))
+    if env:
+        log(f"compiler cache: ccache in {env['CCACHE_DIR']}")
+        with open(log_path, "a") as f:
+            f.write(f"compiler cache: ccache in {env['CCACHE_DIR']}\n")
 
     def step(what: str, cmd: list[str]) -> None:
         log(what)
         with open(log_path, "a") as f:
             f.write(f"\n$ {' '.join(cmd)}\n")
-        proc.run(cmd, cwd=tree, log_path=log_path, timeout_s=3 * 3600, unset=MAKE_VARIABLES)
+        proc.run(
+            cmd, cwd=tree, env=env, log_path=log_path, timeout_s=3 * 3600, unset=MAKE_VARIABLES
+        )
 
     step("configure: " + " ".join(argv[1:]), argv)
     step(f"make -j{jobs} (server and tools)", ["make", f"-j{jobs}", *extra])

@@ -176,7 +176,7 @@ def test_runs_trends_batched_equals_each_series_tested_alone() -> None:
     jittered axis, a zero series, drifts among flat runs)."""
     rng = random.Random(3)
     runs = []
-    for _ in range(120):
+    for _ in range(30):  # each lone trend is a permutation test: 120 runs took 40 s
         n = rng.choice([60, 60, 60, 30, 5, 200, 61])
         base, drift = rng.uniform(10, 5000), rng.choice([0.0, 0.0, 0.3])
         runs.append(
@@ -195,5 +195,7 @@ def test_runs_trends_batched_equals_each_series_tested_alone() -> None:
         {k: tr for k in st.SERIES if k in s and (tr := st.trend(s[k])) is not None} for s in runs
     ]
     assert st.runs_trends(runs) == alone
-    assert sum(len(a) for a in alone) > 150  # most series were tested
-    assert 0 < sum(tr.drifted for a in alone for tr in a.values()) < 100  # and both verdicts
+    assert sum(len(a) for a in alone) > 40  # most series were tested
+    lengths = {len(s["tps"]) for s in runs}
+    assert {5, 30, 60, 61, 200} <= lengths  # every length, the too-short one too
+    assert 0 < sum(tr.drifted for a in alone for tr in a.values()) < 25  # and both verdicts

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import prebuild
 import pytest
 
 from blocklab import experiment_file as spec
@@ -61,11 +62,19 @@ def test_every_example_is_covered() -> None:
     assert len(RUN_END_TO_END) == len(EXAMPLES) - len(PLANNED_ONLY)
 
 
+# Each example waits for the session's builds its matrix names (tests/conftest.py orders
+# the tests by when tests/prebuild.py has made them).
+END_TO_END = [
+    pytest.param(p, id=p.stem, marks=pytest.mark.builds(*sorted(prebuild.example_geometries(p))))
+    for p in RUN_END_TO_END
+]
+
+
 @pytest.mark.build
 @pytest.mark.root
 @pytest.mark.alongside(2)
 @pytest.mark.skipif(os.geteuid() != 0, reason="fs-block-size needs loop devices (root)")
-@pytest.mark.parametrize("example", RUN_END_TO_END, ids=[p.stem for p in RUN_END_TO_END])
+@pytest.mark.parametrize("example", END_TO_END)
 def test_example_runs_end_to_end(example: Path, paths: Paths, tmp_path: Path) -> None:
     if example.name == "own-database-pagesize.toml":  # its dump is made, not kept in git
         _own_database_dump(paths)

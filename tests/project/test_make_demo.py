@@ -22,7 +22,7 @@ from blocklab.paths import Paths, ensure_dir
 from blocklab.postgres.installation import Installation
 from blocklab.state import State
 
-pytestmark = [pytest.mark.build, pytest.mark.alongside(8)]
+pytestmark = [pytest.mark.build, pytest.mark.builds((8, 8), (4, 8)), pytest.mark.alongside(8)]
 
 REPO = Path(__file__).resolve().parents[2]
 # 2 rounds: the fewest that give a paired comparison with an interval (each variant first

@@ -3,10 +3,8 @@ it ends what it started, by the PID it started, when the session ends early."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
-import tomllib
 from pathlib import Path
 
 import prebuild
@@ -16,6 +14,7 @@ import pytest
 def test_every_geometry_is_one_blocklab_build_and_a_failure_does_not_stop_the_rest() -> None:
     lines = prebuild.script(((8, 8), (2, 8), (8, 8, 1))).splitlines()
     assert lines[0] == "set -u"
+    assert all(line.startswith("nice -n -5 ") for line in lines[1:])  # before the tests
     assert lines[1].endswith("blocklab.cli build --pg 18 --block-size 8 --wal-block-size 8 || true")
     assert lines[2].endswith("blocklab.cli build --pg 18 --block-size 2 --wal-block-size 8 || true")
     assert lines[3].endswith("--block-size 8 --wal-block-size 8 --layout-seed 1 || true")
@@ -23,13 +22,6 @@ def test_every_geometry_is_one_blocklab_build_and_a_failure_does_not_stop_the_re
 
 
 FIXTURES = {(8, 8), (4, 8), (8, 4)}  # tests/conftest.py: pg18_8k, pg18_4k, pg18_wal4k
-SIZES = ("block_size", "wal_block_size")
-
-
-def _geometries(example: Path) -> set[tuple[int, ...]]:
-    matrix = tomllib.loads(example.read_text())["matrix"]
-    pages, wal = (matrix[k] if isinstance(matrix[k], list) else [matrix[k]] for k in SIZES)
-    return set(itertools.product(pages, wal))
 
 
 def test_the_session_builds_only_what_the_examples_run_end_to_end_ask_for() -> None:
@@ -38,7 +30,7 @@ def test_the_session_builds_only_what_the_examples_run_end_to_end_ask_for() -> N
     the layout variant of tests/postgres/test_link_order.py."""
     from test_examples import RUN_END_TO_END
 
-    examples = set().union(*(_geometries(p) for p in RUN_END_TO_END))
+    examples = set().union(*(prebuild.example_geometries(p) for p in RUN_END_TO_END))
     assert FIXTURES <= examples
     assert set(prebuild.PREBUILT) == examples | {(8, 8, 1)}
 
@@ -54,3 +46,20 @@ def test_what_is_still_building_at_the_end_is_ended(
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert log.is_file()
+
+
+def test_the_tests_run_in_the_order_their_builds_are_made(request: pytest.FixtureRequest) -> None:
+    """tests/run_order.py sorts the session: no build first, then by the last build a test
+    waits for in prebuild.PREBUILT's order; each example by the builds its matrix names."""
+    from run_order import ready_at
+
+    items = request.session.items
+    ready = [ready_at(item) for item in items]
+    assert ready == sorted(ready)
+    order = {g: i for i, g in enumerate(prebuild.PREBUILT)}
+    examples = [i for i in items if i.originalname == "test_example_runs_end_to_end"]
+    for item in examples:
+        wanted = prebuild.example_geometries(item.callspec.params["example"])
+        assert ready_at(item) == max(order[g] for g in wanted), item.nodeid
+    demo = [i for i in items if "test_make_demo" in i.nodeid]
+    assert all(ready_at(i) == order[(4, 8)] for i in demo)

@@ -1,0 +1,70 @@
+"""ccache for PostgreSQL builds, when Debian's ccache is installed (`make setup` installs
+it): the compiler is found through ccache's links (/usr/lib/ccache/gcc), so configure and
+make run it as always and pg_config still names plain `gcc`.
+
+Two builds of one geometry that differ only in their link order (a `layout_seed`) or in a
+patch to a few .c files compile the same objects: the second build takes them from the
+cache and only links. Builds at another page size share nothing (BLCKSZ is in
+pg_config.h, which every file includes). ccache returns the object the compiler made, so
+the binaries are the same with or without it; the build key ignores it.
+
+The cache lives in blocklab's cache directory (`<cache>/ccache`), bounded in size.
+BLOCKLAB_CCACHE=0 turns it off."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+LINKS_DIR = Path("/usr/lib/ccache")  # Debian's ccache: gcc, cc, clang ... -> ccache
+OFF_VARIABLE = "BLOCKLAB_CCACHE"
+MAX_SIZE = "4G"
+STATS_LOG_NAME = "ccache-stats.log"  # in the build's work directory, read before it goes
+HIT_COUNTERS = frozenset({"direct_cache_hit", "preprocessed_cache_hit"})
+MISS_COUNTER = "cache_miss"
+
+
+def available(links_dir: Path = LINKS_DIR, environ: Mapping[str, str] = os.environ) -> bool:
+    """ccache's compiler links exist and the user has not turned it off."""
+    return environ.get(OFF_VARIABLE, "1") != "0" and (links_dir / "gcc").exists()
+
+
+def build_env(
+    cache_dir: Path,
+    work_dir: Path,
+    links_dir: Path = LINKS_DIR,
+    environ: Mapping[str, str] = os.environ,
+) -> dict[str, str]:
+    """The variables a build's configure and make get: ccache's links first on PATH, its
+    cache in `cache_dir`, paths under `work_dir` hashed as relative ones (each build
+    compiles in a directory of its own). Empty when ccache is not available."""
+    if not available(links_dir, environ):
+        return {}
+    path = environ.get("PATH", os.defpath)
+    return {
+        "PATH": f"{links_dir}{os.pathsep}{path}",
+        "CCACHE_DIR": str(cache_dir),
+        "CCACHE_BASEDIR": str(work_dir),
+        "CCACHE_MAXSIZE": MAX_SIZE,
+        "CCACHE_STATSLOG": str(work_dir / STATS_LOG_NAME),
+    }
+
+
+def count(stats_log: str) -> dict[str, int]:
+    """Hits and misses in a ccache stats log (pure): one counter name a line, each
+    compilation's lines after a `# <source>` line."""
+    names = [line.strip() for line in stats_log.splitlines()]
+    return {
+        "hits": sum(n in HIT_COUNTERS for n in names),
+        "misses": sum(n == MISS_COUNTER for n in names),
+    }
+
+
+def summary(env: Mapping[str, str]) -> dict[str, object] | None:
+    """What the build's compiler cache did, for its manifest: None without ccache."""
+    if not env:
+        return None
+    log = Path(env["CCACHE_STATSLOG"])
+    text = log.read_text() if log.is_file() else ""
+    return {"tool": "ccache", **count(text)}
