@@ -98,7 +98,10 @@ TEST_WORKERS ?= 2
 pytest: setup
 	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist load $(PYTEST_ARGS)
 
-test: setup lint typecheck pytest
+# The session's PostgreSQL builds start as soon as the packages and the venv are there,
+# in the background of go-tpc's build, ruff, mypy and pytest (tests/prebuild.py).
+test: apt venv
+	$(PY) tests/prebuild.py $(MAKE) tools lint typecheck pytest
 
 # The edit loop: lint, types, the import contract and the tests that need no PostgreSQL
 # build, no root and no browser (a few minutes; `make test` runs everything).

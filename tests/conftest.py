@@ -19,12 +19,12 @@ from pg_results import pg_server, pg_uri, store  # noqa: F401 - fixtures shared 
 
 from blocklab.paths import Paths, ensure_dir
 
-SHARED_CACHE = Path(os.environ.get("BLOCKLAB_TEST_CACHE", "/var/lib/blocklab/cache"))
+SHARED_CACHE = Path(os.environ.get("BLOCKLAB_TEST_CACHE", prebuild.DEFAULT_CACHE))
 
 
 # What the README's `make test` (a parent make) exports. Every build the tests make runs
 # under them, also when pytest is started by hand: a cold cache is a build under make.
-PARENT_MAKE = {"MAKELEVEL": "1", "MAKEFLAGS": "w", "MFLAGS": "-w"}
+PARENT_MAKE = prebuild.PARENT_MAKE
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -102,10 +102,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def builds_in_background(paths: Paths, request: pytest.FixtureRequest) -> Iterator[None]:
     """The session's builds, made in the background while the tests run (tests/prebuild.py),
     when any selected test needs a build, by one worker only. BLOCKLAB_TEST_PREBUILD=0 turns
-    it off."""
+    it off: `make test` sets it, having started them before ruff and mypy (prebuild.main)."""
     selected = request.session.items  # under xdist: the whole collection, on every worker
     if (
-        os.environ.get("BLOCKLAB_TEST_PREBUILD", "1") == "0"
+        os.environ.get(prebuild.NO_PREBUILD, "1") == "0"
         or os.environ.get("PYTEST_XDIST_WORKER", PREBUILD_WORKER) != PREBUILD_WORKER
         or not any(item.get_closest_marker("build") for item in selected)
     ):

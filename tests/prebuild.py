@@ -1,6 +1,15 @@
 """The session's PostgreSQL builds, made one after another in a background process while
 the tests run.
 
+`make test` starts them before anything else that can run beside them (go-tpc's build,
+ruff, mypy), as soon as the Debian packages and the venv are there:
+
+    .venv/bin/python tests/prebuild.py make tools lint typecheck pytest
+
+runs the command while the builds are made in the background, then ends what is still
+building and exits with the command's code; the test session then starts none of its own
+(BLOCKLAB_TEST_PREBUILD=0). Run by hand, a test session makes them itself.
+
 On a cold cache (every CI run) the six builds the tests ask for took about 18 of CI's
 55 minutes, each made when its first test asked for it, while nothing else ran. Most
 of the tests before and between those are waiting on servers, checkpoints and timers,
@@ -16,9 +25,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import tomllib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -65,15 +76,18 @@ def script(geometries: Sequence[tuple[int, ...]]) -> str:
 
 
 @contextmanager
-def in_background(geometries: Sequence[tuple[int, ...]], log_path: Path) -> Iterator[int]:
-    """Start the builds; at exit, end whatever is still building (its process group, by
-    the PID this started) and wait for it. Yields the PID."""
+def in_background(
+    geometries: Sequence[tuple[int, ...]], log_path: Path, env: dict[str, str] | None = None
+) -> Iterator[int]:
+    """Start the builds (in `env`, or this process's environment); at exit, end whatever
+    is still building (its process group, by the PID this started) and wait for it.
+    Yields the PID."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         child = subprocess.Popen(
             ["bash", "-c", script(geometries)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=dict(os.environ), start_new_session=True,
+            env=dict(os.environ) if env is None else env, start_new_session=True,
         )  # fmt: skip
     try:
         yield child.pid
@@ -85,3 +99,40 @@ def in_background(geometries: Sequence[tuple[int, ...]], log_path: Path) -> Iter
             except subprocess.TimeoutExpired:
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
+
+
+# What tests/conftest.py gives every test: the shared build cache (CI's own empty one)
+# and a parent make's variables, so a background build is the build a test would make.
+DEFAULT_CACHE = "/var/lib/blocklab/cache"
+NO_PREBUILD = "BLOCKLAB_TEST_PREBUILD"  # "0": the session starts no builds of its own
+PARENT_MAKE = {"MAKELEVEL": "1", "MAKEFLAGS": "w", "MFLAGS": "-w"}
+
+
+def session_env(environ: dict[str, str], home: Path) -> dict[str, str]:
+    """The background builds' environment, as a test session's (tests/conftest.py)."""
+    cache = environ.get("BLOCKLAB_TEST_CACHE", DEFAULT_CACHE)
+    return {**environ, **PARENT_MAKE, "BLOCKLAB_CACHE": cache, "BLOCKLAB_HOME": str(home)}
+
+
+def main(command: Sequence[str]) -> int:
+    """Run `command` while the session's builds are made in the background."""
+    if not command:
+        print("usage: prebuild.py COMMAND [ARG ...]", file=sys.stderr)
+        return 2
+    root = Path("/var/tmp/blocklab-tests")  # the server user must reach a verify cluster
+    root.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="prebuild-", dir=root))
+    home.chmod(0o755)
+    env = session_env(dict(os.environ), home)
+    log = Path(env["BLOCKLAB_CACHE"]) / "logs" / "prebuild.log"
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # ends the builds too
+    try:
+        with in_background(PREBUILT, log, env):
+            done = subprocess.run(list(command), env={**os.environ, NO_PREBUILD: "0"})
+            return done.returncode
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

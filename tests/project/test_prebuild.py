@@ -63,3 +63,31 @@ def test_the_tests_run_in_the_order_their_builds_are_made(request: pytest.Fixtur
         assert ready_at(item) == max(order[g] for g in wanted), item.nodeid
     demo = [i for i in items if "test_make_demo" in i.nodeid]
     assert all(ready_at(i) == order[(4, 8)] for i in demo)
+
+
+def test_main_runs_the_command_beside_the_builds_and_ends_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make test`'s wrapper: the command's exit code, the builds ended when it ends, the
+    test session told to start none, the builds in the test cache with a parent make's
+    variables."""
+    started: list[dict[str, str]] = []
+    real = prebuild.in_background
+
+    def recorded(geometries, log, env=None):  # type: ignore[no-untyped-def]
+        started.append(dict(env or {}))
+        return real(geometries, log, env)
+
+    monkeypatch.setattr(prebuild, "script", lambda _g: "sleep 300 & wait")
+    monkeypatch.setattr(prebuild, "in_background", recorded)
+    monkeypatch.setenv("BLOCKLAB_TEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(prebuild.NO_PREBUILD, raising=False)
+    told = 'test "$BLOCKLAB_TEST_PREBUILD" = 0'
+    assert prebuild.main(["sh", "-c", told]) == 0
+    assert prebuild.main(["sh", "-c", "exit 3"]) == 3
+    assert prebuild.main([]) == 2
+    env = started[0]
+    assert env["BLOCKLAB_CACHE"] == str(tmp_path / "cache")
+    assert env["MAKELEVEL"] == "1" and Path(env["BLOCKLAB_HOME"]).name.startswith("prebuild-")
+    assert not Path(env["BLOCKLAB_HOME"]).exists()  # removed at the end
+    assert (tmp_path / "cache" / "logs" / "prebuild.log").is_file()
