@@ -57,8 +57,10 @@ def restore_note(provenance: dict[str, Any]) -> str:
     r = provenance.get("restore")
     if not isinstance(r, dict):
         return ""
-    return f"  {r.get('mode', '?')}: {r.get('files_copied', '?')} files, " + (
-        f"{int(r.get('bytes_copied', 0)) / 1e6:.0f} MB copied"
+    return (
+        f"  {r.get('mode', '?')}: {r.get('files_copied', '?')} files differed, "
+        f"{int(r.get('bytes_copied', 0)) / 1e6:.0f} MB; "
+        f"{int(r.get('bytes_written', 0)) / 1e6:.1f} MB written"
     )
 
 

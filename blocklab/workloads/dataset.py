@@ -88,14 +88,16 @@ class Restored:
     restore_s: float  # making the target equal the snapshot (removing, copying)
     sync_s: float  # flushing the copied bytes to the device
     mode: str = "full"  # "full": cleared and copied whole; "delta": only what differed
-    files_copied: int = 0  # files and symlinks copied
+    files_copied: int = 0  # files and symlinks that differed from the snapshot's
     bytes_copied: int = 0  # their bytes
+    bytes_written: int = 0  # what was written of them (a patched file: its differing blocks)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
             "files_copied": self.files_copied,
             "bytes_copied": self.bytes_copied,
+            "bytes_written": self.bytes_written,
         }
 
 
@@ -241,6 +243,7 @@ def restore(snapshot: Snapshot, data_dir: Path, wal_dir: Path | None = None) -> 
         mode="delta" if all(d[0] == "delta" for d in done) else "full",
         files_copied=sum(d[1] for d in done),
         bytes_copied=sum(d[2] for d in done),
+        bytes_written=sum(d[3] for d in done),
     )
 
 
@@ -249,8 +252,9 @@ def forget_restore(target: Path) -> None:
     restore_delta.forget(target)
 
 
-def _restore_tree(source: Path, target: Path) -> tuple[str, int, int]:
-    """(mode, files copied, bytes copied) of making `target` equal `source`."""
+def _restore_tree(source: Path, target: Path) -> tuple[str, int, int, int]:
+    """(mode, files copied, bytes copied, bytes written) of making `target` equal
+    `source`."""
     memory = restore_delta.recall(source, target)
     restore_delta.forget(target)  # until this restore is complete and synced
     private_dir(target, None)
@@ -258,15 +262,17 @@ def _restore_tree(source: Path, target: Path) -> tuple[str, int, int]:
     if memory is not None:
         dst = restore_delta.scan(target)
         plan = restore_delta.plan(src, dst, memory)
-        restore_delta.apply(plan, source, target, dst)
-        return "delta", len(plan.copy), plan.copy_bytes
+        in_place = restore_delta.rewrites_in_place(target)
+        written = restore_delta.apply(plan, source, target, dst, in_place=in_place)
+        return "delta", len(plan.copy), plan.copy_bytes, written
     clear_dir(target)
     proc.run([*restore_delta.CP, "--", f"{source}/.", f"{target}/"], timeout_s=24 * 3600)
     st = source.stat()
     os.chown(target, st.st_uid, st.st_gid)
     os.chmod(target, st.st_mode & 0o7777)
     files = [st for st in src.values() if not stat.S_ISDIR(st.st_mode)]
-    return "full", len(files), sum(st.st_size for st in files if stat.S_ISREG(st.st_mode))
+    size = sum(st.st_size for st in files if stat.S_ISREG(st.st_mode))
+    return "full", len(files), size, size
 
 
 def _point_pg_wal(data_dir: Path, wal_dir: Path) -> None:

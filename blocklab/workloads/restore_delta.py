@@ -6,12 +6,15 @@ ctime in nanoseconds, in both trees): the ctime changes on every write, truncati
 chown or utime, and a file replaced by another has another inode, so a file whose identity
 is unchanged and whose type, mode, owner, size and mtime_ns still equal the snapshot's
 (`cp -a` keeps mtimes; any write sets the mtime to now) holds the snapshot's bytes and no
-dirty page (it was synced when it was restored). Everything else is made again as the
-whole restore makes it: a file that differs is removed and copied with `cp -a` (a fresh
-allocation, not a rewrite in place), what the run added is removed, what it removed is
-copied back, symlinks are always copied, and every directory gets the snapshot's mode,
-owner and mtime. With no memory of the target (the first restore in a process, a failed
-one, another snapshot) the caller makes the whole copy.
+dirty page (it was synced when it was restored). A regular file that differs is patched
+where the file system rewrites blocks in place (ext4, xfs): only its 8 kB blocks that
+differ from the snapshot's are written, what it grew is truncated, and it keeps the
+blocks the whole copy gave it; elsewhere (btrfs: copy-on-write would move every patched
+block, run after run) it is removed and copied with `cp -a`. What the run added is
+removed, what it removed is copied back, symlinks are always copied, and every
+directory gets the snapshot's mode, owner and mtime. With no memory of the target (the
+first restore in a process, a failed one, another snapshot) the caller makes the whole
+copy.
 
 The memory lives in this process only: another process, or a restore that failed half
 way, finds none and copies everything.
@@ -49,7 +52,7 @@ class Memory:
 @dataclass(frozen=True)
 class Plan:
     remove: list[str]  # in the target and not in the snapshot (or of another type)
-    replace: list[str]  # in both and to be copied: removed first (a fresh file, as a copy)
+    replace: list[str]  # in both and to be copied: patched in place, or removed first
     make_dirs: list[str]  # the snapshot's directories missing in the target, parents first
     copy: list[str]  # files and symlinks to copy (those of them in the target removed first)
     dirs: list[str]  # every directory of the snapshot, deepest first ("" is the root)
@@ -103,9 +106,8 @@ def _kept(rel: str, src: os.stat_result, dst: os.stat_result | None, memory: Mem
     """The target's entry still holds the snapshot's (see the module's docstring)."""
     if dst is None or stat.S_ISLNK(src.st_mode) or not _same(src, dst):
         return False
-    return memory.source_ids.get(rel) == (src.st_ino, src.st_ctime_ns) and memory.target_ids.get(
-        rel
-    ) == (dst.st_ino, dst.st_ctime_ns)
+    ids = (memory.source_ids.get(rel), memory.target_ids.get(rel))
+    return ids == ((src.st_ino, src.st_ctime_ns), (dst.st_ino, dst.st_ctime_ns))
 
 
 def plan(src: dict[str, os.stat_result], dst: dict[str, os.stat_result], memory: Memory) -> Plan:
@@ -139,21 +141,30 @@ def _depth(rel: str) -> int:
     return -rel.count(os.sep)
 
 
-def apply(plan_: Plan, source: Path, target: Path, dst: dict[str, os.stat_result]) -> None:
-    """Carry out a plan (the server stopped)."""
+def apply(
+    plan_: Plan, source: Path, target: Path, dst: dict[str, os.stat_result], *, in_place: bool
+) -> int:
+    """Carry out a plan (the server stopped); the bytes written. `in_place`: a regular
+    file in both trees gets only its differing blocks written (see rewrite_in_place)."""
     for rel in plan_.remove:
         path = target / rel
         if stat.S_ISDIR(dst[rel].st_mode):
             shutil.rmtree(path)
         else:
             path.unlink()
+    written, rewritten = 0, set()
     for rel in plan_.replace:
-        (target / rel).unlink()
+        if in_place and stat.S_ISREG(dst[rel].st_mode):
+            written += patch_file(source / rel, target / rel)
+            rewritten.add(rel)
+        else:
+            (target / rel).unlink()
     for rel in plan_.make_dirs:
         (target / rel).mkdir()
     by_parent: dict[str, list[str]] = {}
-    for rel in plan_.copy:
+    for rel in (r for r in plan_.copy if r not in rewritten):
         by_parent.setdefault(os.path.dirname(rel), []).append(str(source / rel))
+        written += os.lstat(source / rel).st_size
     for parent, files in sorted(by_parent.items()):
         proc.run([*CP, "-t", str(target / parent), "--", *files], timeout_s=24 * 3600)
     for rel in plan_.dirs:  # deepest first: a parent's mtime is set after its children's
@@ -161,24 +172,41 @@ def apply(plan_: Plan, source: Path, target: Path, dst: dict[str, os.stat_result
         os.chown(target / rel, st.st_uid, st.st_gid)
         os.chmod(target / rel, st.st_mode & 0o7777)
         os.utime(target / rel, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return written
 
 
-def fsync_files(target: Path, rels: list[str]) -> None:
-    """fsync every copied regular file, then every directory that holds one."""
-    parents = set()
-    for rel in rels:
-        path = target / rel
-        parents.add(path.parent)
-        if path.is_symlink() or not path.is_file():
-            continue
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    for d in sorted(parents):
-        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+# The file systems where writing a block rewrites it where it is (`stat -f -c %T`; ext4
+# says ext2/ext3). On btrfs (copy-on-write) every rewrite moves the block: a file patched
+# run after run would drift away from the layout a copy gets, so it is copied afresh.
+IN_PLACE_FS = frozenset({"ext2/ext3", "xfs", "tmpfs"})
+CHUNK_BYTES = 1 << 20
+BLOCK_BYTES = 8192
+
+
+def rewrites_in_place(target: Path) -> bool:
+    """The target's file system rewrites blocks in place (IN_PLACE_FS)."""
+    return proc.run(["stat", "-f", "-c", "%T", str(target)]).stdout.strip() in IN_PLACE_FS
+
+
+def patch_file(source: Path, target: Path) -> int:
+    """Make `target` equal `source` by writing only the 8 kB blocks that differ (and
+    truncating what it has beyond the source's size), then its mode, owner and mtime:
+    the file keeps its blocks where the restore that copied it put them. The bytes
+    written."""
+    st = os.lstat(source)
+    written, offset = 0, 0
+    with open(source, "rb", buffering=0) as a, open(target, "r+b", buffering=0) as b:
+        fd = b.fileno()
+        if os.fstat(fd).st_size > st.st_size:
+            os.ftruncate(fd, st.st_size)
+        while chunk := a.read(CHUNK_BYTES):
+            have = os.pread(fd, len(chunk), offset)
+            if have != chunk:
+                for i in range(0, len(chunk), BLOCK_BYTES):
+                    if chunk[i : i + BLOCK_BYTES] != have[i : i + BLOCK_BYTES]:
+                        written += os.pwrite(fd, chunk[i : i + BLOCK_BYTES], offset + i)
+            offset += len(chunk)
+    os.chown(target, st.st_uid, st.st_gid)
+    os.chmod(target, st.st_mode & 0o7777)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return written

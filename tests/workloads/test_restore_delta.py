@@ -145,6 +145,42 @@ def test_a_file_replaced_by_a_copy_with_the_same_attributes_is_copied_again(
     _assert_equal(target, snap.data)
 
 
+def test_a_changed_file_gets_only_its_differing_blocks_written_in_place(
+    snap: Snapshot, tmp_path: Path
+) -> None:
+    """On ext4 (tmp_path's file system) a changed file is patched: one 8 kB block
+    written, the file's inode (and blocks) kept; a file the run shortened gets its
+    missing bytes back."""
+    target = tmp_path / "target"
+    assert restore_delta.rewrites_in_place(tmp_path)  # ext4 here
+    dataset.restore(snap, target)
+    path = target / "base/5/16384"
+    ino = path.stat().st_ino
+    with open(path, "r+b") as f:
+        f.seek(3 * 8192 + 100)
+        f.write(b"\xff\x00" * 10)
+    os.truncate(target / "global/1262", 1000)
+    restored = dataset.restore(snap, target)
+    assert (restored.files_copied, restored.bytes_copied) == (2, 65536 + 8192)
+    assert restored.bytes_written == 8192 + 8192  # 1262's one block, from byte 0
+    assert path.stat().st_ino == ino
+    _assert_equal(target, snap.data)
+
+
+def test_where_blocks_move_on_rewrite_a_changed_file_is_copied_afresh(
+    snap: Snapshot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """btrfs (copy-on-write) is not in IN_PLACE_FS: the whole file is copied."""
+    monkeypatch.setattr(restore_delta, "rewrites_in_place", lambda _t: False)
+    target = tmp_path / "target"
+    dataset.restore(snap, target)
+    with open(target / "base/5/16384", "r+b") as f:
+        f.write(b"\xff" * 10)
+    restored = dataset.restore(snap, target)
+    assert (restored.files_copied, restored.bytes_written) == (1, 65536)
+    _assert_equal(target, snap.data)
+
+
 def test_another_snapshot_or_a_forgotten_target_is_copied_whole(tmp_path: Path) -> None:
     a, b = _snapshot(tmp_path / "a"), _snapshot(tmp_path / "b")
     target = tmp_path / "target"
