@@ -270,7 +270,7 @@ def start(server: Server) -> None:
     """Restore the dataset, write the settings, start, prepare SQL and CHECKPOINT."""
     t, c = server.target, server.target.cluster
     c.stop()
-    dataset.restore(t.snapshot, c.data_dir, c.wal_dir)
+    server.provenance["restore"] = dataset.restore(t.snapshot, c.data_dir, c.wal_dir).to_json()
     written = written_settings(t.settings.settings, server.aligned)
     c.write_settings(written)
     server.provenance["settings_written"] = written

@@ -323,6 +323,7 @@ def _restore(target: RunTarget, acc: RunState) -> None:
     restored = dataset.restore(target.snapshot, c.data_dir, c.wal_dir)
     acc.phases_s["restore_s"] = round(restored.restore_s, 6)
     acc.phases_s["restore_sync_s"] = round(restored.sync_s, 6)
+    acc.provenance["restore"] = restored.to_json()
     if target.variant.storage.drop_caches:
         acc.provenance["drop_caches"] = _drop_caches()
     acc.timed("prepare_data_s", t0)

@@ -5,7 +5,10 @@ restore the snapshot before every run so that every run starts from identical by
 A snapshot lives in `paths.work/datasets/<key>/` with `data/` (and `wal/` when pg_wal is
 separate) and `meta.json`; the completion marker `COMPLETE` is written last, so a
 snapshot directory without it is garbage and is rebuilt. Copies are made with `cp -a`
-(ownership, permissions, symlinks preserved); rsync is not assumed.
+(ownership, permissions, symlinks preserved); rsync is not assumed. A restore into a
+target that holds this process's previous restore of the same snapshot copies only the
+files that differ from the snapshot (blocklab.workloads.restore_delta); restores never
+clone (`--reflink=never`): the target's blocks are its own, whatever the file system.
 
 The load, for every driver alike (blocklab.workloads.base): the driver's database is
 created unless it is "postgres"; the table fillfactor is set on every table the load
@@ -25,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -37,7 +41,7 @@ from blocklab.model import DatasetRequest
 from blocklab.paths import Paths, ensure_dir, safe_remove_tree, tree_size_bytes
 from blocklab.postgres.cluster import Cluster, clear_dir, private_dir
 from blocklab.postgres.sources import file_lock
-from blocklab.workloads import drivers, fillfactor, role
+from blocklab.workloads import drivers, fillfactor, restore_delta, role
 from blocklab.workloads.base import WorkloadDriver, endpoint
 from blocklab.workloads.execution import run_driver
 
@@ -81,8 +85,20 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Restored:
-    restore_s: float  # clearing the target and copying the snapshot in
+    restore_s: float  # making the target equal the snapshot (removing, copying)
     sync_s: float  # flushing the copied bytes to the device
+    mode: str = "full"  # "full": cleared and copied whole; "delta": only what differed
+    files_copied: int = 0  # files and symlinks that differed from the snapshot's
+    bytes_copied: int = 0  # their bytes
+    bytes_written: int = 0  # what was written of them (a patched file: its differing blocks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "files_copied": self.files_copied,
+            "bytes_copied": self.bytes_copied,
+            "bytes_written": self.bytes_written,
+        }
 
 
 def snapshot_root(paths: Paths, key: str) -> Path:
@@ -202,28 +218,61 @@ def _write_meta(snap: Snapshot) -> None:
 
 def restore(snapshot: Snapshot, data_dir: Path, wal_dir: Path | None = None) -> Restored:
     """Make `data_dir` (and `wal_dir`) byte-identical to the snapshot; the server must be
-    stopped. The copied bytes are synced so they are not flushed during the measurement."""
+    stopped. When the target holds this process's previous restore of the same snapshot,
+    only what differs from the snapshot is copied (blocklab.workloads.restore_delta);
+    otherwise it is cleared and copied whole. The target's file system is synced
+    afterwards, so that no copied byte is flushed during the measurement."""
     if (wal_dir is None) != (snapshot.wal is None):
         raise ValueError("the snapshot and the target disagree about a separate WAL directory")
-    t0 = time.monotonic()
-    _replace_contents(snapshot.data, data_dir)
+    pairs = [(snapshot.data, data_dir)]
     if wal_dir is not None and snapshot.wal is not None:
-        _replace_contents(snapshot.wal, wal_dir)
+        pairs.append((snapshot.wal, wal_dir))
+    t0 = time.monotonic()
+    done = [_restore_tree(source, target) for source, target in pairs]
+    if wal_dir is not None:
         _point_pg_wal(data_dir, wal_dir)
     t1 = time.monotonic()
-    for d in (data_dir, wal_dir):
-        if d is not None:
-            proc.run(["sync", "-f", str(d)], timeout_s=3600)
-    return Restored(restore_s=t1 - t0, sync_s=time.monotonic() - t1)
+    for _source, target in pairs:
+        proc.run(["sync", "-f", str(target)], timeout_s=3600)
+    sync_s = time.monotonic() - t1
+    for source, target in pairs:
+        restore_delta.remember(source, target)
+    return Restored(
+        restore_s=t1 - t0,
+        sync_s=sync_s,
+        mode="delta" if all(d[0] == "delta" for d in done) else "full",
+        files_copied=sum(d[1] for d in done),
+        bytes_copied=sum(d[2] for d in done),
+        bytes_written=sum(d[3] for d in done),
+    )
 
 
-def _replace_contents(source: Path, target: Path) -> None:
+def forget_restore(target: Path) -> None:
+    """The next restore into `target` copies the snapshot whole."""
+    restore_delta.forget(target)
+
+
+def _restore_tree(source: Path, target: Path) -> tuple[str, int, int, int]:
+    """(mode, files copied, bytes copied, bytes written) of making `target` equal
+    `source`."""
+    memory = restore_delta.recall(source, target)
+    restore_delta.forget(target)  # until this restore is complete and synced
     private_dir(target, None)
+    src = restore_delta.scan(source)
+    if memory is not None:
+        dst = restore_delta.scan(target)
+        plan = restore_delta.plan(src, dst, memory)
+        in_place = restore_delta.rewrites_in_place(target)
+        written = restore_delta.apply(plan, source, target, dst, in_place=in_place)
+        return "delta", len(plan.copy), plan.copy_bytes, written
     clear_dir(target)
-    proc.run(["cp", "-a", "--", f"{source}/.", f"{target}/"], timeout_s=24 * 3600)
+    proc.run([*restore_delta.CP, "--", f"{source}/.", f"{target}/"], timeout_s=24 * 3600)
     st = source.stat()
     os.chown(target, st.st_uid, st.st_gid)
     os.chmod(target, st.st_mode & 0o7777)
+    files = [st for st in src.values() if not stat.S_ISDIR(st.st_mode)]
+    size = sum(st.st_size for st in files if stat.S_ISREG(st.st_mode))
+    return "full", len(files), size, size
 
 
 def _point_pg_wal(data_dir: Path, wal_dir: Path) -> None:
@@ -243,19 +292,20 @@ def copy_tree(source: Path, target: Path) -> None:
 
 
 def tree_digest(path: Path) -> str:
-    """SHA-256 over every file's relative path, mode, owner and bytes (symlink targets
-    too), in sorted order: equal digests mean identical trees."""
+    """SHA-256 over every entry's relative path, mode and owner, every file's bytes and
+    every symlink's target, in sorted order: equal digests mean identical trees (empty
+    directories included)."""
     h = hashlib.sha256()
     for root, dirs, files in os.walk(path):
         dirs.sort()
-        for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(root, d))]):
+        for name in sorted(files + dirs):
             full = os.path.join(root, name)
             st = os.lstat(full)
             rel = os.path.relpath(full, path)
             h.update(f"{rel}\0{st.st_mode:o}\0{st.st_uid}\0{st.st_gid}\0".encode())
-            if os.path.islink(full):
+            if stat.S_ISLNK(st.st_mode):
                 h.update(os.readlink(full).encode())
-            else:
+            elif not stat.S_ISDIR(st.st_mode):
                 with open(full, "rb") as f:
                     for chunk in iter(lambda: f.read(1 << 20), b""):
                         h.update(chunk)

@@ -23,6 +23,8 @@ from blocklab.storage import Provisioned, capabilities, cgroup, loopfs, provisio
 from blocklab.storage.cleanup import release_all
 from blocklab.storage.devices import device_for_path, read_stat
 from blocklab.storage.kinds import CANDIDATE_BLOCK_SIZES, DEFAULT_BLOCK_SIZE, FS_KINDS
+from blocklab.workloads import dataset
+from blocklab.workloads.dataset import Snapshot
 
 pytestmark = [
     pytest.mark.root,
@@ -464,3 +466,42 @@ def test_provision_refuses_an_occupied_mount_point(paths: Paths, state: State, n
                 StorageRequest(kind="ext4"), name=name, paths=paths, state=state, min_size_bytes=0
             )
         assert sorted(e.kind for e in state.entries()) == ["loop", "mount"]
+
+
+# -- restores never clone --------------------------------------------------------------
+def shared_extents(path: Path) -> int:
+    """Extents filefrag flags as shared (a clone's)."""
+    out = proc.run(["filefrag", "-v", str(path)]).stdout
+    return sum(1 for line in out.splitlines() if "shared" in line)
+
+
+@pytest.mark.parametrize("kind", ["xfs", "btrfs"])
+def test_restore_copies_where_cp_would_clone(
+    kind: str, paths: Paths, state: State, name: str
+) -> None:
+    """A restore never leaves the target's blocks shared with the snapshot's (issue 33):
+    on xfs and btrfs, where `cp -a` of coreutils 9 clones by default, a snapshot and a
+    target on one file system (a `dir` storage on such a host) get a real copy."""
+    req = StorageRequest(kind=kind)  # type: ignore[arg-type]
+    prov = provision(req, name=name, paths=paths, state=state, min_size_bytes=64 * MIB)
+    try:
+        root = prov.data_dir / "snap"
+        (root / "data/base").mkdir(parents=True)
+        (root / "data/base/16384").write_bytes(os.urandom(4 * MIB))
+        proc.run(["sync", "-f", str(root)])
+        clone = prov.data_dir / "clone"
+        proc.run(["cp", "-a", "--", str(root / "data/base/16384"), str(clone)])
+        assert shared_extents(clone) > 0  # the test sees a clone when there is one
+        snap = Snapshot(
+            key="k", root=root, has_wal=False, scale=1, fillfactor=100, init_s=1.0,
+            pgbench_init_s=1.0, snapshot_s=1.0, size_bytes=0,
+        )  # fmt: skip
+        target = prov.data_dir / "target"
+        for mode in ("full", "delta"):
+            (target / "base/16384").parent.mkdir(parents=True, exist_ok=True)
+            (target / "base/16384").unlink(missing_ok=True)  # copied again by the delta
+            assert dataset.restore(snap, target).mode == mode
+            assert dataset.tree_digest(target) == dataset.tree_digest(snap.data)
+            assert shared_extents(target / "base/16384") == 0
+    finally:
+        prov.release()
