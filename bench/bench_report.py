@@ -50,7 +50,9 @@ def main() -> None:
     ap.add_argument("--experiments", type=int, default=1, help="the runs split among them")
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--incremental", action="store_true")
-    ap.add_argument("--profile", action="store_true", help="cProfile the full generation")
+    ap.add_argument(
+        "--profile", action="store_true", help="cProfile the full generation (and the update)"
+    )
     args = ap.parse_args()
     variants = 5 * 4 * 2
     rounds = max(1, args.runs // variants // args.experiments)
@@ -88,7 +90,7 @@ def main() -> None:
             "site total": r.total_bytes / 1e6,
         }
         if args.incremental:
-            figures["one more run"] = incremental(tmp, args.seconds)
+            figures["one more run"] = incremental(tmp, args.seconds, profile=args.profile)
         print_goals(figures, r.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -129,13 +131,20 @@ def print_goals(figures: dict[str, float], runs: int) -> None:
         print(f"  {name:<13} {value:8.2f} {unit:<2} goal <= {goal:g} {unit}: {verdict}")
 
 
-def incremental(tmp: Path, seconds: int) -> float:
-    """One more run, then the update; then a full rebuild of the same data to compare.
-    Returns the update's seconds."""
+def incremental(tmp: Path, seconds: int, *, profile: bool = False) -> float:
+    """One more run, then the update (cProfiled with `profile`); then a full rebuild of
+    the same data to compare. Returns the update's seconds."""
     run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds)
+    prof = cProfile.Profile() if profile else None
     t0 = time.monotonic()
+    if prof:
+        prof.enable()
     r = build_site(tmp / "results", tmp / "site")
+    if prof:
+        prof.disable()
     t1 = time.monotonic()
+    if prof:
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
     print(
         f"one more run (#{run_id}): update {t1 - t0:.1f} s, {r.written} pages written, "
         f"{r.kept} kept"

@@ -48,6 +48,7 @@ their stored names come from blocklab.probes.derived and the workload drivers.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -68,6 +69,24 @@ NULL_PHIS = (0.0, 0.3, 0.62)  # AR(1) noises simulated, the worst taken: a margi
 NULL_DRAWS = 20_000
 NULL_SEED = 21
 FINDING_P = 0.05  # a variant's share of drifted windows vs MAX_P: one-sided binomial test
+
+# What a kept trend was judged by (blocklab.analysis.kept_trends): trends kept under another
+# METHOD are judged again. Bump TEST_VERSION with any change to how a trend is computed
+# (tests/analysis/test_kept_trends.py pins the source of the functions that compute it).
+TEST_VERSION = 1
+_JUDGED_WITH = (
+    TEST_VERSION,
+    MAX_P,
+    MIN_CHANGE_PCT,
+    MIN_POINTS,
+    LOG_OFFSET,
+    MAX_TEST_POINTS,
+    NULL_PHIS,
+    NULL_DRAWS,
+    NULL_SEED,
+    np.__version__,  # the nulls' random draws
+)
+METHOD = "shift-" + hashlib.sha256(repr(_JUDGED_WITH).encode()).hexdigest()[:16]
 
 RULE = (
     f"a shift of the log values between the window's first part and the rest, or a trend, "
@@ -368,23 +387,43 @@ def notes(runs_by_label: Mapping[str, Sequence[Mapping[str, Points]]]) -> list[s
 FINDING_PREFIX = "! stationarity: "  # a summary line that is a drift finding
 
 
+@dataclass(frozen=True)
+class Window:
+    """A run's measured window as the summary judges it: its length in points (the most
+    values of its judged series) and the trends of those series that could be tested."""
+
+    points: int
+    trends: Mapping[str, Trend]
+
+
+def windows(runs: Sequence[Mapping[str, Points]]) -> list[Window]:
+    """The Window of each run's judged series (runs_trends: one p_values call an axis)."""
+    return [Window(_points(s), t) for s, t in zip(runs, runs_trends(runs), strict=True)]
+
+
 def summary_lines(runs_by_label: Mapping[str, Sequence[Mapping[str, Points]]]) -> list[str]:
+    """window_lines of every variant's runs, from their series."""
+    every = windows([s for runs in runs_by_label.values() for s in runs])
+    by_label, at = {}, 0
+    for label, runs in runs_by_label.items():
+        by_label[label], at = every[at : at + len(runs)], at + len(runs)
+    return window_lines(by_label)
+
+
+def window_lines(windows_by_label: Mapping[str, Sequence[Window]]) -> list[str]:
     """What the summary says of the measured windows of every variant's runs (empty: no
     run): with no drift, one line, "judged flat: N of N windows" or "not judged"; per series
     with drifted windows, their share against the share noise gives, then (prefixed "! ")
     the sentence of each variant whose drift is a finding."""
-    every = runs_trends([s for runs in runs_by_label.values() for s in runs])
-    trends, at = {}, 0
-    for label, runs in runs_by_label.items():
-        trends[label], at = every[at : at + len(runs)], at + len(runs)
-    runs = [series for rs in runs_by_label.values() for series in rs]
-    judged = [bool(tr) for trs in trends.values() for tr in trs]
+    trends = {label: [w.trends for w in ws] for label, ws in windows_by_label.items()}
+    runs = [w for ws in windows_by_label.values() for w in ws]
+    judged = [bool(w.trends) for w in runs]
     if not runs:
         return []
     drifts = [d for label, trs in trends.items() for d in _drifts(label, trs)]
     lines = []
     if not drifts and any(judged):
-        sizes = [_points(s) for s, j in zip(runs, judged, strict=True) if j]
+        sizes = [w.points for w, j in zip(runs, judged, strict=True) if j]
         lines.append(
             f"stationarity: judged flat: {sum(judged)} of {sum(judged)} windows "
             f"({_span(sizes)}-point windows)"
@@ -394,7 +433,7 @@ def summary_lines(runs_by_label: Mapping[str, Sequence[Mapping[str, Points]]]) -
             tested = sum(name in tr for trs in trends.values() for tr in trs)
             lines.extend(_series_lines(name, of_series, tested))
     if not all(judged):
-        sizes = [_points(s) for s, j in zip(runs, judged, strict=True) if not j]
+        sizes = [w.points for w, j in zip(runs, judged, strict=True) if not j]
         lines.append(
             f"stationarity: {'' if any(judged) else f'{len(runs)} windows '}not judged "
             f"(windows of {_span(sizes)} points; at least {MIN_POINTS} needed)"

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blocklab.analysis import carryover, disturbance, precision, stationarity, stats
+from blocklab.analysis import carryover, disturbance, kept_trends, precision, stationarity, stats
 from blocklab.analysis import interleaved_checks as checks
 from blocklab.analysis import layout as layout_stats
 from blocklab.analysis.aa import aa_comparison
@@ -212,9 +212,12 @@ def summarize_experiment(
     *,
     side: bool = True,
     host: str | None = None,
+    fresh_trends: bool = False,
 ) -> ExperimentSummary:
     """The summary of `host`'s runs (None: every run, which must come from one host: a
-    round is paired only with the same round on the same host)."""
+    round is paired only with the same round on the same host). The runs' stationarity
+    trends are those kept in the store (blocklab.analysis.kept_trends), judged here for
+    runs without them; `fresh_trends`: judged again for every run."""
     exp = db.experiment(name)
     ref_id = exp["reference"]
     all_runs = _runs_on_host(db.runs(name), name, host)
@@ -252,16 +255,31 @@ def summarize_experiment(
         result.aa, what, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs) + f" {what}"
     if side and metric == "tps":
-        result.side, result.side_fixed = _side_metrics(db, name, host)
-        result.disturbance = disturbance.lines(
-            _ok_metric(db, runs_of, labels, disturbance.CPU_SHARE),
-            _ok_metric(db, runs_of, labels, disturbance.DEVICE_SHARE),
-        )
-        if design == designs.INTERLEAVED:
-            result.stationarity = [INTERLEAVED_NOT_JUDGED]
-        elif not measures_whole_cycles(exp):
-            result.stationarity = stationarity.summary_lines(_ok_series(db, runs_of, labels))
+        _add_side(db, result, exp, runs_of, labels, host, fresh_trends=fresh_trends)
     return result
+
+
+def _add_side(
+    db: ResultsStore,
+    result: ExperimentSummary,
+    exp: Row,
+    runs_of: dict[str, list[Row]],
+    labels: dict[str, str],
+    host: str | None,
+    *,
+    fresh_trends: bool,
+) -> None:
+    """The throughput summary's side metrics, disturbance and stationarity lines."""
+    result.side, result.side_fixed = _side_metrics(db, result.name, host)
+    result.disturbance = disturbance.lines(
+        _ok_metric(db, runs_of, labels, disturbance.CPU_SHARE),
+        _ok_metric(db, runs_of, labels, disturbance.DEVICE_SHARE),
+    )
+    if result.design == designs.INTERLEAVED:
+        result.stationarity = [INTERLEAVED_NOT_JUDGED]
+    elif not measures_whole_cycles(exp):
+        windows = kept_trends.windows_of(db, _ok_ids(runs_of, labels), fresh=fresh_trends)
+        result.stationarity = stationarity.window_lines(windows)
 
 
 def layout_control(
@@ -352,17 +370,12 @@ def _ok_metric(
     }
 
 
-def _ok_series(
-    db: ResultsStore, runs_of: dict[str, list[Row]], labels: dict[str, str]
-) -> dict[str, list[dict[str, list[tuple[float, float | None]]]]]:
-    """variant label -> the judged series of its successful runs."""
-    return judged_series(
-        db,
-        {
-            labels.get(vid, vid): [int(r["id"]) for r in runs if r["status"] == "ok"]
-            for vid, runs in runs_of.items()
-        },
-    )
+def _ok_ids(runs_of: dict[str, list[Row]], labels: dict[str, str]) -> dict[str, list[int]]:
+    """variant label -> the ids of its successful runs."""
+    return {
+        labels.get(vid, vid): [int(r["id"]) for r in runs if r["status"] == "ok"]
+        for vid, runs in runs_of.items()
+    }
 
 
 def judged_series(

@@ -16,7 +16,10 @@ OUT_HELP = (
     "where to write the site (default: RESULTS/report); a site made by this blocklab version "
     "is updated (only pages whose results changed are rewritten), anything else replaced whole"
 )
-FULL_HELP = "generate the whole site anew instead of updating the pages that changed"
+FULL_HELP = (
+    "generate the whole site anew instead of updating the pages that changed (every run's "
+    "stationarity judged again from its series, not read where kept)"
+)
 
 
 def _dirs(results: str | None, out: Path | None) -> tuple[str, Path]:

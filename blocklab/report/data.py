@@ -370,15 +370,19 @@ def _fill_cells(
     of: dict[str, list[RunView]] = {}  # each variant's runs: one pass, not one per cell
     for r in runs:
         of.setdefault(r.variant_id, []).append(r)
+    reduced: dict[tuple[str, str], RoundValues] = {}  # a reference's once, not once a variant
+
+    def values(vid: str, metric: str) -> RoundValues:  # a reference's: vid in refs
+        if (vid, metric) not in reduced:
+            mine = of.get(vid, [])
+            reduced[vid, metric] = round_values(mine, vid, metric, design, is_reference=vid in refs)
+        return reduced[vid, metric]
+
     for m in metrics:
         for v in variants:
-            vid = v.variant_id
-            mine = round_values(of.get(vid, []), vid, m.key, design, is_reference=vid in refs)
+            mine = values(v.variant_id, m.key)
             has_ref = v.reference_id in known and not v.is_reference
-            against = None
-            if has_ref and v.reference_id:
-                ref_runs = of.get(v.reference_id, [])
-                against = round_values(ref_runs, v.reference_id, m.key, design, is_reference=True)
+            against = values(v.reference_id, m.key) if has_ref and v.reference_id else None
             cell = shape.cell_stats(
                 mine.values,
                 against.values if against else None,

@@ -16,10 +16,13 @@ from blocklab.store import ResultsStore
 Point = tuple[float, float | None]
 
 
-def summary_of(db: ResultsStore, exp: ExperimentView) -> ExperimentSummary:
+def summary_of(db: ResultsStore, exp: ExperimentView, *, fresh: bool = False) -> ExperimentSummary:
     """The throughput summary `blocklab summary` prints for this experiment (this fleet
-    host's runs), with its side metrics and checks."""
-    return summarize_experiment(db, exp.stored_name, "tps", host=exp.fleet_host or None)
+    host's runs), with its side metrics and checks; `fresh`: every run's stationarity
+    judged again, not read where kept (blocklab.analysis.kept_trends)."""
+    return summarize_experiment(
+        db, exp.stored_name, "tps", host=exp.fleet_host or None, fresh_trends=fresh
+    )
 
 
 def planned_rounds(db: ResultsStore, exp: ExperimentView) -> int | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
+import operator
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,13 +68,15 @@ def run_rows(
     """The runs' CSV rows; with `host`, of that fleet host's runs only."""
     for name in _experiments(db, experiment):
         variants = {v["variant_id"]: v for v in db.variants(name)}
+        columns = {vid: variant_columns(v["variant_json"]) for vid, v in variants.items()}
         for r in db.runs(name):
             if host is not None and r["host"] != host:
                 continue
             v = variants[r["variant_id"]]
-            row: dict[str, Any] = {f: r[f] for f in RUN_FIELDS if f in r.keys()}
+            keys = r.keys()
+            row: dict[str, Any] = {f: r[f] for f in RUN_FIELDS if f in keys}
             row.update(experiment=name, run_id=r["id"], label=v["label"])
-            row.update(variant_columns(v["variant_json"]))
+            row.update(columns[r["variant_id"]])
             row.update({f"metric.{k}": val for k, val in sorted(db.metrics(r["id"]).items())})
             yield row
 
@@ -96,12 +100,32 @@ def series_rows(db: ResultsStore, experiment: str | None = None) -> Iterator[dic
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]], first: tuple[str, ...]) -> int:
-    columns = list(first) + sorted({k for row in rows for k in row} - set(first))
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+        _write_rows(f, rows, first)
     return len(rows)
+
+
+def csv_text(rows: list[dict[str, Any]], first: tuple[str, ...]) -> str:
+    """What write_csv writes, as its file reads back as text (universal newlines: the
+    rows end in "\n"), made in memory."""
+    buf = io.StringIO(newline="")
+    _write_rows(buf, rows, first)
+    return buf.getvalue().replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _write_rows(f: Any, rows: list[dict[str, Any]], first: tuple[str, ...]) -> None:
+    """`first` then every other key of the rows, sorted: each row's keys are columns, so
+    none needs checking for keys the header lacks (csv.DictWriter's check); a row with
+    every column is written through itemgetter, the others with "" where they lack one
+    (csv.DictWriter's restval)."""
+    columns = list(first) + sorted({k for row in rows for k in row} - set(first))
+    writer = csv.writer(f)
+    writer.writerow(columns)
+    whole = operator.itemgetter(*columns, *columns[:1])  # a tuple even for one column
+    n = len(columns)
+    writer.writerows(
+        whole(row)[:n] if len(row) == n else [row.get(c, "") for c in columns] for row in rows
+    )
 
 
 def export_csv(

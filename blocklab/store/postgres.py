@@ -86,6 +86,8 @@ class PostgresStore(ResultsDB):
     def __init__(self, target: PgTarget, raw_root: Path):
         self.directory = raw_root
         self.target = target
+        self._read_ahead = {}
+        self._metrics_ahead = {}
         try:
             pg = psycopg.connect(
                 target.conninfo, password=target.password, autocommit=True, row_factory=_pg_row

@@ -15,7 +15,7 @@ from blocklab import faults
 from blocklab.errors import UserError
 from blocklab.store.base import POINT_COLUMNS, DevicePoint, DeviceProfileHead, RunRecord
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # a device point measured again replaces these columns of the stored one
 POINT_UPDATED = ("status", "reason", *POINT_COLUMNS, "command", "fio_json")
 # Later versions: version -> DDL file (in blocklab/store) applied on the way up from
@@ -26,7 +26,9 @@ MIGRATIONS = {
     2: "schema_v2_device_profiles.sql",
     3: "schema_v3_run_identity.sql",
     4: "schema_v4_queries.sql",
+    5: "schema_v5_run_trends.sql",
 }
+TREND_COLUMNS = ("n", "mean", "start_value", "end_value", "change_pct", "p_value", "drifted")
 RESULTS_DB_NAME = "blocklab.sqlite"
 
 
@@ -81,6 +83,8 @@ class ResultsDB:
             )
         directory.mkdir(parents=True, exist_ok=True)
         check_existing(self.path)
+        self._read_ahead: dict[str, list[Any]] = {}  # experiment -> its runs (read_ahead)
+        self._metrics_ahead: dict[int, dict[str, float | None]] = {}
         self.conn = sqlite3.connect(self.path, timeout=30.0)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA foreign_keys = ON")
@@ -273,7 +277,30 @@ class ResultsDB:
             faults.step("results_write")
         return run_id
 
+    def read_ahead(self, experiment: str) -> None:
+        """Read the experiment's runs and their metrics in two queries, and answer runs()
+        and metrics() of them from these from now on: the report reads them many times
+        over (the summary of each metric, the tables, the CSV files, one run at a time),
+        and a stored run's row and metrics never change. Runs recorded later are not
+        seen by runs(experiment): the report reads one snapshot."""
+        runs = list(
+            self.conn.execute(
+                "SELECT * FROM runs WHERE experiment=? ORDER BY round, position", (experiment,)
+            )
+        )
+        metrics: dict[int, dict[str, float | None]] = {int(r["id"]): {} for r in runs}
+        for run_id, name, value in self._tuples(
+            "SELECT m.run_id, m.name, m.value FROM metrics m JOIN runs r ON r.id = m.run_id"
+            " WHERE r.experiment=? ORDER BY m.run_id, m.name",
+            (experiment,),
+        ):
+            metrics[run_id][name] = value
+        self._read_ahead[experiment] = runs
+        self._metrics_ahead.update(metrics)
+
     def runs(self, experiment: str, variant_id: str | None = None) -> list[sqlite3.Row]:
+        if (ahead := self._read_ahead.get(experiment)) is not None:
+            return [r for r in ahead if variant_id is None or r["variant_id"] == variant_id]
         sql = "SELECT * FROM runs WHERE experiment=?"
         args: list[Any] = [experiment]
         if variant_id is not None:
@@ -303,9 +330,13 @@ class ResultsDB:
         return [r["provenance_json"] for r in self.conn.execute("SELECT provenance_json FROM runs")]
 
     def metrics(self, run_id: int) -> dict[str, float | None]:
+        if (ahead := self._metrics_ahead.get(run_id)) is not None:
+            return dict(ahead)
         return {
             r["name"]: r["value"]
-            for r in self.conn.execute("SELECT name, value FROM metrics WHERE run_id=?", (run_id,))
+            for r in self.conn.execute(
+                "SELECT name, value FROM metrics WHERE run_id=? ORDER BY name", (run_id,)
+            )
         }
 
     def metric_names(self, experiment: str) -> list[str]:
@@ -332,27 +363,57 @@ class ResultsDB:
         return cur.execute(sql, params).fetchall()
 
     def series_of_runs(
-        self, run_ids: Sequence[int], chunk: int = 200
+        self, run_ids: Sequence[int], chunk: int = 200, *, names: Sequence[str] | None = None
     ) -> Iterator[tuple[int, dict[str, list[tuple[float, float | None]]]]]:
         """Two queries per chunk of runs: the points of each (run, series) and all points
         in that order, as plain tuples cut into lists (no Python work per point). A run's
-        rows are written in one transaction and never change, so the two agree."""
+        rows are written in one transaction and never change, so the two agree. With
+        `names`, only the series of those names."""
+        only = "" if names is None else f" AND name IN ({','.join('?' * len(names))})"
         for i in range(0, len(run_ids), chunk):
             ids = list(run_ids[i : i + chunk])
             got: dict[int, dict[str, list[tuple[float, float | None]]]] = {r: {} for r in ids}
-            where = f"FROM series WHERE run_id IN ({','.join('?' * len(ids))})"
+            where = f"FROM series WHERE run_id IN ({','.join('?' * len(ids))}){only}"
+            args = [*ids, *(names or ())]
             counts = self._tuples(
                 f"SELECT run_id, name, count(*) {where} GROUP BY run_id, name"
                 " ORDER BY run_id, name",
-                ids,
+                args,
             )
-            points = self._tuples(f"SELECT t_s, value {where} ORDER BY run_id, name, t_s", ids)
+            points = self._tuples(f"SELECT t_s, value {where} ORDER BY run_id, name, t_s", args)
             at = 0
             for run_id, name, n in counts:
                 got[run_id][name] = points[at : at + n]
                 at += n
             for r in ids:
                 yield r, got[r]
+
+    def run_trends(self, run_ids: Sequence[int], method: str) -> dict[int, list[tuple[Any, ...]]]:
+        """run id -> its kept trend rows under `method`: (series, *TREND_COLUMNS) each;
+        runs with none kept are left out."""
+        out: dict[int, list[tuple[Any, ...]]] = {}
+        for i in range(0, len(run_ids), 500):
+            ids = list(run_ids[i : i + 500])
+            for run_id, *row in self._tuples(
+                f"SELECT run_id, series, {', '.join(TREND_COLUMNS)} FROM run_trends"
+                f" WHERE method=? AND run_id IN ({','.join('?' * len(ids))})",
+                [method, *ids],
+            ):
+                out.setdefault(run_id, []).append(tuple(row))
+        return out
+
+    def keep_run_trends(self, method: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Keep trend rows (run_id, series, *TREND_COLUMNS) under `method`, replacing the
+        rows those runs had (under any method)."""
+        with self.tx() as c:
+            c.executemany(
+                "DELETE FROM run_trends WHERE run_id=?", [(r,) for r in {r[0] for r in rows}]
+            )
+            c.executemany(
+                f"INSERT INTO run_trends (run_id, method, series, {', '.join(TREND_COLUMNS)})"
+                f" VALUES (?,?,?,{','.join('?' * len(TREND_COLUMNS))})",
+                [(r[0], method, *r[1:]) for r in rows],
+            )
 
     def run_queries(self, experiment: str, run_id: int | None = None) -> list[sqlite3.Row]:
         sql = (

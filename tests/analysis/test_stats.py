@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 
 import numpy as np
 import pytest
@@ -237,3 +238,23 @@ def test_real_difference_is_detected_in_most_seeds() -> None:
         _aa_trial(random.Random(seed), 10, 0.10, 1.25) == stats.FASTER for seed in range(seeds)
     )
     assert found / seeds >= 0.9
+
+
+def test_stdev_is_statistics_stdev_to_the_last_bit() -> None:
+    """stats.stdev (exact integer sums) gives the float statistics.stdev gives (exact
+    fractions), for values of any size and spread; others go to statistics itself."""
+    rng = random.Random(5)
+    for trial in range(3000):
+        n = rng.randint(2, 60)
+        xs = [
+            [rng.gauss(1000, 50) for _ in range(n)],
+            [rng.gauss(0, 0.05) for _ in range(n)],
+            [math.ldexp(rng.random(), rng.randint(-1000, 1000)) for _ in range(n)],
+            [float(rng.randint(0, 3)) for _ in range(n)],
+            [-rng.choice([0.1, 0.2, 0.3]) for _ in range(n)],
+        ][trial % 5]
+        assert stats.stdev(xs) == statistics.stdev(xs), xs
+    assert stats.stdev([1, 2, 4]) == statistics.stdev([1, 2, 4])  # ints: statistics' own
+    assert stats.stdev([5.0, 5.0]) == 0.0
+    with pytest.raises(statistics.StatisticsError):
+        stats.stdev([1.0])

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from report_fixture import write_synthetic_results
+from report_fixture import add_synthetic_run, write_synthetic_results
 
 from blocklab.analysis import stationarity
 from blocklab.analysis.summary import summarize_experiment
@@ -89,3 +89,27 @@ def test_the_site_judges_each_run_s_series_once(tmp_path: Path, monkeypatch: Any
     page = (tmp_path / "site" / "e" / NAME / "index.html").read_text()
     data = json.loads(re.search(r'id="page-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
     assert data["stationarity"] == expected and expected
+
+
+def test_an_update_judges_only_the_new_run(tmp_path: Path, monkeypatch: Any) -> None:
+    """Each run's trends are kept in the results store once judged
+    (blocklab.analysis.kept_trends): one more run's update judges that run alone, and says
+    what a full rebuild (which judges every run again) says."""
+    results = _results(tmp_path, STORM)
+    build_site(results, tmp_path / "site")
+    add_synthetic_run(results, NAME)
+    calls = []
+    judge = stationarity.runs_trends
+
+    def counted(runs: Any) -> Any:
+        calls.extend([1] * len(runs))
+        return judge(runs)
+
+    monkeypatch.setattr(stationarity, "runs_trends", counted)
+    build_site(results, tmp_path / "site")
+    assert len(calls) == 1
+    build_site(results, tmp_path / "full", full=True)
+    with ResultsDB(results, create=False) as db:
+        assert len(calls) == 1 + sum(1 for r in db.runs(NAME) if r["status"] == "ok")
+    for page in ("index.html", f"e/{NAME}/index.html", f"e/{NAME}/rounds.csv"):
+        assert (tmp_path / "site" / page).read_bytes() == (tmp_path / "full" / page).read_bytes()

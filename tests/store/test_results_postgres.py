@@ -6,6 +6,7 @@ uniqueness, device profiles, migrations from version 1, `blocklab export --to` a
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -315,3 +316,35 @@ def test_query_rows_and_plans_on_both_back_ends(store: ResultsStore, tmp_path: P
         copy_results(store, dest, "e1")
         again = summarize_queries(dest, "e1")
         assert again is not None and [q.query for q in again.changed] == changed
+
+
+def test_read_ahead_trends_and_named_series_contract(store: ResultsStore) -> None:
+    """read_ahead answers runs() and metrics() as the queries do (and later runs are not
+    seen: one snapshot); series_of_runs reads only the series named; kept trend rows come
+    back as the floats they were (inf too), per method, replaced whole (schema 5)."""
+    _register(store)
+    a = store.record_run(_run("a", 1))
+    b = store.record_run(_run("b", 1, None))
+    runs, metrics = [dict(r) for r in store.runs("e1")], store.metrics(a)
+    store.read_ahead("e1")
+    assert [dict(r) for r in store.runs("e1")] == runs
+    assert [r["id"] for r in store.runs("e1", "b")] == [b]
+    assert store.metrics(a) == metrics == store.metrics(b)
+    later = store.record_run(_run("a", 2))
+    assert [r["id"] for r in store.runs("e1")] == [a, b]
+    assert store.metrics(later) == metrics  # not read ahead: read now
+    assert dict(store.series_of_runs([a, b], names=["tps"])) == {
+        a: {"tps": [(0.0, 1.5), (1.0, None)]},
+        b: {"tps": [(0.0, 1.5), (1.0, None)]},
+    }
+    assert dict(store.series_of_runs([a], names=["other"])) == {a: {}}
+    rows = [
+        (a, "", 60, None, None, None, None, None, None),
+        (a, "tps", 60, 1234.5678901234567, 0.1 + 0.2, 1e-300, math.inf, 0.049, 1),
+    ]
+    store.keep_run_trends("m1", rows)
+    assert store.run_trends([a, b], "m1") == {a: [r[1:] for r in rows]}
+    assert store.run_trends([a], "m2") == {}
+    store.keep_run_trends("m2", rows[:1])  # the run's rows of any method replaced
+    assert store.run_trends([a], "m1") == {}
+    assert store.run_trends([a], "m2") == {a: [rows[0][1:]]}

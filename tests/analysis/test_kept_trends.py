@@ -1,0 +1,141 @@
+"""Each run's stationarity trends are judged once and kept in the results store
+(blocklab.analysis.kept_trends, schema version 5): kept ones read back give the very
+Windows judging gives, runs without them are judged and kept, `fresh` judges all again,
+and trends kept under another METHOD are judged again. SYNTHETIC results
+(tests/report_fixture.py): one variant's full-page images/s decay through every run."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from report_fixture import add_synthetic_run, write_synthetic_results
+
+from blocklab.analysis import kept_trends, stationarity
+from blocklab.analysis.summary import summarize_experiment
+from blocklab.store import ResultsDB
+
+NAME = "synthetic-geometry"
+STORM = "4k8wext41024"
+
+
+def _ids(db: ResultsDB) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for r in db.runs(NAME):
+        if r["status"] == "ok":
+            out.setdefault(r["variant_id"], []).append(int(r["id"]))
+    return out
+
+
+def _judged(monkeypatch: Any) -> list[int]:
+    """Counts the runs judged (stationarity.runs_trends) from now on."""
+    calls: list[int] = []
+    judge = stationarity.runs_trends
+
+    def counted(runs: Any) -> Any:
+        calls.extend([1] * len(runs))
+        return judge(runs)
+
+    monkeypatch.setattr(stationarity, "runs_trends", counted)
+    return calls
+
+
+def test_kept_trends_read_back_as_judged(tmp_path: Path, monkeypatch: Any) -> None:
+    results = write_synthetic_results(
+        tmp_path / "results", block_sizes_kb=(4, 8), fs_block_sizes=(1024,), fpi_storm=STORM
+    )
+    with ResultsDB(results, create=False) as db:
+        ids = _ids(db)
+        n = sum(len(v) for v in ids.values())
+        series = {
+            label: [s for _, s in db.series_of_runs(run_ids)] for label, run_ids in ids.items()
+        }
+        judged = {label: stationarity.windows(s) for label, s in series.items()}
+        lines = stationarity.summary_lines(series)
+        calls = _judged(monkeypatch)
+        first = kept_trends.windows_of(db, ids)
+        assert len(calls) == n and first == judged
+        assert any(t.drifted for ws in first.values() for w in ws for t in w.trends.values())
+        again = kept_trends.windows_of(db, ids)  # read back: nothing judged
+        assert len(calls) == n and again == judged
+        kept_trends.windows_of(db, ids, fresh=True)
+        assert len(calls) == 2 * n
+        assert stationarity.window_lines(again) == lines
+    run_id = add_synthetic_run(results, NAME)
+    with ResultsDB(results, create=False) as db:
+        ids = _ids(db)
+        assert run_id in [i for v in ids.values() for i in v]
+        kept_trends.windows_of(db, ids)
+        assert len(calls) == 2 * n + 1  # only the new run is judged
+        monkeypatch.setattr(stationarity, "METHOD", "another-test")
+        kept_trends.windows_of(db, ids)
+        assert len(calls) == 3 * n + 2  # kept under another method: judged again
+
+
+def test_the_summary_says_the_same_from_kept_trends(tmp_path: Path) -> None:
+    results = write_synthetic_results(
+        tmp_path / "results", block_sizes_kb=(4, 8), fs_block_sizes=(1024,), fpi_storm=STORM
+    )
+    with ResultsDB(results, create=False) as db:
+        judged = summarize_experiment(db, NAME, "tps").stationarity
+        kept = summarize_experiment(db, NAME, "tps").stationarity
+        fresh = summarize_experiment(db, NAME, "tps", fresh_trends=True).stationarity
+    assert judged == kept == fresh
+    assert any(line.startswith(stationarity.FINDING_PREFIX) for line in judged)
+
+
+def test_the_store_keeps_trend_rows_exactly(tmp_path: Path) -> None:
+    results = write_synthetic_results(tmp_path / "results", rounds=1)
+    with ResultsDB(results, create=False) as db:
+        run_id = int(db.runs(NAME)[0]["id"])
+        rows = [
+            (run_id, "", 60, None, None, None, None, None, None),
+            (run_id, "tps", 60, 1234.5678901234567, 0.1 + 0.2, 1e-300, math.inf, 0.049, 1),
+        ]
+        db.keep_run_trends("m1", rows)
+        assert db.run_trends([run_id], "m1") == {run_id: [r[1:] for r in rows]}
+        assert db.run_trends([run_id], "m2") == {}
+        db.keep_run_trends("m2", rows[:1])  # replaces the run's rows of any method
+        assert db.run_trends([run_id], "m1") == {}
+        assert db.run_trends([run_id], "m2") == {run_id: [rows[0][1:]]}
+
+
+# The functions a kept trend comes from: a change to any of them changes what judging
+# gives, so TEST_VERSION (and with it stationarity.METHOD) must change with it.
+JUDGED_BY = (
+    "_finite",
+    "_Fit",
+    "_fit",
+    "change_pct",
+    "_offset",
+    "_logs",
+    "p_values",
+    "diff_scale",
+    "shift_statistic",
+    "_null_statistics",
+    "runs_trends",
+    "windows",
+    "_points",
+)
+JUDGED_BY_DIGEST = "51f0fc2cdd72cead"
+
+
+def test_a_change_to_the_test_changes_its_method() -> None:
+    """Bump stationarity.TEST_VERSION, then pin the new digest here."""
+    source = "".join(inspect.getsource(getattr(stationarity, f)) for f in JUDGED_BY)
+    digest = hashlib.sha256(f"{stationarity.TEST_VERSION}\n{source}".encode()).hexdigest()
+    assert digest[:16] == JUDGED_BY_DIGEST, (
+        "the stationarity test's code changed: bump stationarity.TEST_VERSION and pin "
+        f"JUDGED_BY_DIGEST = {digest[:16]!r}"
+    )
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_windows_of_no_runs(tmp_path: Path, fresh: bool) -> None:
+    results = write_synthetic_results(tmp_path / "results", rounds=1)
+    with ResultsDB(results, create=False) as db:
+        assert kept_trends.windows_of(db, {"a": []}, fresh=fresh) == {"a": []}
