@@ -16,7 +16,8 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,22 @@ def run(
     if check and proc.returncode != 0:
         raise CommandError(args, proc.returncode, stdout + stderr)
     return result
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Inside, SIGTERM raises KeyboardInterrupt, as Ctrl-C does: what `run` started (in a
+    session of its own, out of reach of a signal to the caller's group) is ended with its
+    process group, and the caller's cleanup runs, instead of the process dying at once."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def spawn(

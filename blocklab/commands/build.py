@@ -11,6 +11,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from blocklab import proc
 from blocklab.console import console
 from blocklab.errors import UserError
 from blocklab.model import BLOCK_SIZES_KB, SEGSIZES_GB, WAL_BLOCK_SIZES_KB, BuildRequest
@@ -93,7 +94,8 @@ def build_command(
     from blocklab.postgres.cluster import open_home
 
     open_home(paths, _progress)  # before building: the check runs initdb as the server user
-    inst = build.ensure_build(req, paths, log=_progress)
+    with proc.sigterm_as_interrupt():  # a TERMinated build ends its make too
+        inst = build.ensure_build(req, paths, log=_progress)
     click.echo(f"prefix  {inst.prefix}")
     click.echo(f"key     {inst.key}")
     click.echo(f"version {inst.version}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -323,3 +325,29 @@ def test_build_command_prints_prefix_and_key_from_the_cache(
     assert f"prefix  {pg18_4k.prefix}" in captured.out
     assert f"key     {pg18_4k.key}" in captured.out
     assert "building" not in captured.err
+
+
+def test_a_terminated_build_ends_what_it_started(paths: Paths, tmp_path: Path) -> None:
+    """`blocklab build` killed with SIGTERM (as tests/prebuild.py ends its builds) ends its
+    configure or make too: they run in a session of their own, out of reach of a signal
+    to the caller's process group."""
+    pid_file = tmp_path / "configure.pid"
+    tree = _fake_tree(tmp_path, f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 300\n")
+    argv = [sys.executable, "-m", "blocklab.cli", "build", "--source", str(tree)]
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.is_file() or not pid_file.read_text().strip():
+            assert time.monotonic() < deadline, "configure never started"
+            time.sleep(0.1)
+        configure = int(pid_file.read_text())
+        child.terminate()
+        child.wait(timeout=60)
+        deadline = time.monotonic() + 15
+        while proc.pid_alive(configure):
+            assert time.monotonic() < deadline, "configure outlived its blocklab build"
+            time.sleep(0.1)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
