@@ -143,6 +143,22 @@ def run(
     return result
 
 
+AUTOGROUP = Path("/proc/self/autogroup")
+# Sets the autogroup of the new session it runs in to the niceness in $0, then becomes argv.
+_NICE_SESSION = 'echo "$0" > /proc/self/autogroup 2>/dev/null; exec "$@"'
+
+
+def keeping_niceness(argv: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """`argv` so that, started by `run` (in a session of its own), it keeps this process's
+    niceness: on a kernel with autogroup scheduling every session is a group of its own,
+    weighed by the group's niceness (0) whatever its processes' niceness. Unchanged at
+    niceness 0 or without autogroups; a niceness the user may not set is left at 0."""
+    nice = os.nice(0)
+    if nice == 0 or not AUTOGROUP.exists():
+        return [str(a) for a in argv]
+    return ["sh", "-c", _NICE_SESSION, str(nice), *(str(a) for a in argv)]
+
+
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Inside, SIGTERM raises KeyboardInterrupt, as Ctrl-C does: what `run` started (in a

@@ -48,7 +48,9 @@ PREBUILT: tuple[tuple[int, ...], ...] = (
 STOP_GRACE_S = 30.0  # an ended build leaves a half-made prefix: ensure_build removes it
 # The builds go before the tests on the CPUs (tests wait on them, and no test asserts a
 # speed): a lower niceness for root, as CI is; others keep theirs (nice says it cannot).
-NICENESS = -5
+# A build gives its make's session the same (proc.keeping_niceness): with autogroup
+# scheduling a session's niceness, not its processes', weighs against the tests' sessions.
+NICENESS = -10
 
 
 def example_geometries(example: Path) -> set[tuple[int, ...]]:

@@ -298,8 +298,13 @@ def _compile_and_install(
         log(what)
         with open(log_path, "a") as f:
             f.write(f"\n$ {' '.join(cmd)}\n")
-        proc.run(
-            cmd, cwd=tree, env=env, log_path=log_path, timeout_s=3 * 3600, unset=MAKE_VARIABLES
+        proc.run(  # at the niceness blocklab was started with, also in its own session
+            proc.keeping_niceness(cmd),
+            cwd=tree,
+            env=env,
+            log_path=log_path,
+            timeout_s=3 * 3600,
+            unset=MAKE_VARIABLES,
         )
 
     step("configure: " + " ".join(argv[1:]), argv)

@@ -4,10 +4,14 @@ headers only at MAKELEVEL 0), and the compiler variables only through the build 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from blocklab import proc
 from blocklab.model import BuildRequest
 from blocklab.postgres import build, sources
 
@@ -87,3 +91,27 @@ def test_compiler_variables_change_the_key_and_make_variables_do_not(
 
     monkeypatch.setenv("CC", "/usr/bin/gcc")
     assert _key(req) != plain
+
+
+NICE_PROBE = """
+import os, sys
+from blocklab import proc
+os.nice(int(sys.argv[1]))
+print(proc.run(proc.keeping_niceness(["cat", "/proc/self/autogroup"])).stdout.strip())
+own = "cut -d' ' -f19 /proc/self/stat"  # the niceness field
+print(proc.run(proc.keeping_niceness(["sh", "-c", own])).stdout.strip())
+"""
+
+
+@pytest.mark.skipif(not proc.AUTOGROUP.exists(), reason="this kernel has no autogroups")
+def test_a_build_step_keeps_the_niceness_it_was_started_with_in_its_own_session() -> None:
+    """`nice -n 10 blocklab build`: each step runs in a session of its own (its process
+    group ends with it), which autogroup scheduling makes a group weighed by its own
+    niceness: the step gives its session the caller's. At 0, nothing is added."""
+    out = subprocess.run(
+        [sys.executable, "-c", NICE_PROBE, "7"], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[0].endswith(" nice 7"), out  # the session's group
+    assert out[1] == "7", out  # and the process itself
+    if os.nice(0) == 0:  # at niceness 0 a step is started as it is
+        assert proc.keeping_niceness(["make", "-j2"]) == ["make", "-j2"]
