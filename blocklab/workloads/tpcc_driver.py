@@ -2,7 +2,7 @@
 
 Experiment file: `workload = { driver = "tpcc", warehouses = 1, threads = 4 }`. The
 dataset is `warehouses`: `go-tpc tpcc prepare` loads the nine tables into the database
-`tpcc` (with its consistency checks). `threads` is the run's concurrency (the variant's
+`tpcc` (without go-tpc's consistency checks: gotpc.tpcc_prepare_argv). `threads` is the run's concurrency (the variant's
 clients). A given matrix.scale S (--scale) caps warehouses at S.
 
 Throughput: go-tpc's tpmC (NEW_ORDER transactions per minute; not a TPC-C-compliant
