@@ -79,6 +79,9 @@ WARMUPS = ("fixed", "steady")
 CHECKPOINTS = ("free", "aligned", "cycles")
 PLACEMENTS = ("none", "auto", "explicit")
 DEFAULT_WARMUP_MAX_S = 120
+# The fewest seconds a steady warm-up runs: it judges the last 3 chunks of 5 s
+# (blocklab.execution.controls), so a smaller bound would be a promise it does not keep.
+MIN_WARMUP_MAX_S = 15
 DEFAULT_CYCLES = 2
 MAX_CYCLES = 20
 DEFAULT_QUIESCE_MAX_S = 0  # off until a bench shows it lowers noise or carry-over (issue 21)
@@ -147,7 +150,7 @@ def parse(design: Any, placement: Any) -> RunDesign:
         "kind": kind,
         "warmup": choice(d.get("warmup", "fixed"), "design.warmup", WARMUPS),
         "warmup_max_s": integer(
-            d.get("warmup_max_s", DEFAULT_WARMUP_MAX_S), "design.warmup_max_s", 10, 3600
+            d.get("warmup_max_s", DEFAULT_WARMUP_MAX_S), "design.warmup_max_s", MIN_WARMUP_MAX_S, 3600
         ),
         "checkpoint": choice(d.get("checkpoint", "free"), "design.checkpoint", CHECKPOINTS),
         "cycles": integer(d.get("cycles", DEFAULT_CYCLES), "design.cycles", 1, MAX_CYCLES),

@@ -81,3 +81,18 @@ def test_steady_warmup_records_the_rates_and_what_still_falls() -> None:
     ok, report = controls.steady_warmup(lambda _s: next(fast), 120)
     assert ok and report["steady"] and report["warmup_s"] == 40  # 8 chunks, as above
     assert "WAL rates no longer fell" in report["note"]
+
+
+def test_the_files_smallest_bound_is_the_fewest_seconds_a_steady_warmup_runs() -> None:
+    from blocklab.experiment_file import design
+
+    fewest_s = controls.STEADY_WINDOW_CHUNKS * controls.WARMUP_CHUNK_S
+    assert design.MIN_WARMUP_MAX_S == fewest_s
+    ran: list[int] = []
+
+    def chunk(seconds: int) -> Chunk:
+        ran.append(seconds)
+        return Chunk(tps=100.0 + len(ran) * 50, wal_bytes_per_s=None, wal_fpi_per_s=None)
+
+    _ok, report = controls.steady_warmup(chunk, design.MIN_WARMUP_MAX_S)
+    assert sum(ran) == report["warmup_s"] == fewest_s  # never steady: the bound, no more

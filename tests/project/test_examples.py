@@ -78,6 +78,7 @@ END_TO_END = [
 def test_example_runs_end_to_end(example: Path, paths: Paths, tmp_path: Path) -> None:
     if example.name == "own-database-pagesize.toml":  # its dump is made, not kept in git
         _own_database_dump(paths)
+    example = _smoke_slices(example, tmp_path)
     results = tmp_path / "results"
     argv = [sys.executable, "-m", "blocklab.cli", "run", str(example), "--rounds", "1", "-q"]
     argv += ["--results", str(results), "--scale", "1", "--duration", "2"]
@@ -93,6 +94,21 @@ def test_example_runs_end_to_end(example: Path, paths: Paths, tmp_path: Path) ->
     assert len(runs) == len(exp.variants())
     assert {run["status"] for run in runs} == {"ok"}, [run["reason"] for run in runs]
     assert f"{exp.name}: " in r.stdout  # the summary's title
+
+
+def _smoke_slices(example: Path, tmp_path: Path) -> Path:
+    """An interleaved example's smoke copy: 2 slices of 2 s per variant (its file's 12 of
+    5 s are clock-bound minutes of CPU that CI's builds need; --duration does not set
+    slices). Any other example as it is."""
+    text = example.read_text()
+    if not re.search(r'^kind = "interleaved"', text, re.MULTILINE):
+        return example
+    for key in ("slice_s", "slices"):
+        text, n = re.subn(rf"^{key} = \d+", f"{key} = 2", text, flags=re.MULTILINE)
+        assert n == 1, f"{example.name}: [design] {key} not found"
+    copy = tmp_path / example.name  # the same name: the same experiment, smaller
+    copy.write_text(text)
+    return copy
 
 
 def _own_database_dump(paths: Paths) -> Path:
