@@ -150,7 +150,10 @@ def parse(design: Any, placement: Any) -> RunDesign:
         "kind": kind,
         "warmup": choice(d.get("warmup", "fixed"), "design.warmup", WARMUPS),
         "warmup_max_s": integer(
-            d.get("warmup_max_s", DEFAULT_WARMUP_MAX_S), "design.warmup_max_s", MIN_WARMUP_MAX_S, 3600
+            d.get("warmup_max_s", DEFAULT_WARMUP_MAX_S),
+            "design.warmup_max_s",
+            MIN_WARMUP_MAX_S,
+            3600,
         ),
         "checkpoint": choice(d.get("checkpoint", "free"), "design.checkpoint", CHECKPOINTS),
         "cycles": integer(d.get("cycles", DEFAULT_CYCLES), "design.cycles", 1, MAX_CYCLES),

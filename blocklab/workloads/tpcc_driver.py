@@ -2,8 +2,8 @@
 
 Experiment file: `workload = { driver = "tpcc", warehouses = 1, threads = 4 }`. The
 dataset is `warehouses`: `go-tpc tpcc prepare` loads the nine tables into the database
-`tpcc` (without go-tpc's consistency checks: gotpc.tpcc_prepare_argv). `threads` is the run's concurrency (the variant's
-clients). A given matrix.scale S (--scale) caps warehouses at S.
+`tpcc` (without go-tpc's consistency checks: gotpc.tpcc_prepare_argv). `threads` is the
+run's concurrency (the variant's clients). A given matrix.scale S (--scale) caps warehouses at S.
 
 Throughput: go-tpc's tpmC (NEW_ORDER transactions per minute; not a TPC-C-compliant
 tpmC: no keying or thinking time); metrics tpm_total and nopm (the same NEW_ORDER rate,

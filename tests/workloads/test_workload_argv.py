@@ -40,7 +40,8 @@ def test_tpcc_run_argv_is_the_recorded_one_plus_plain_output() -> None:
     assert argv[argv.index("--output") : argv.index("--output") + 2] == ["--output", "plain"]
     without = argv[: argv.index("--output")] + argv[argv.index("--output") + 2 :]
     assert sorted(without) == sorted(recorded_argv("go-tpc", "tpcc"))
-    assert gotpc.tpcc_prepare_argv("go-tpc", opts, TPCC)[-4:] == ["-T", "1", "prepare", "--no-check"]
+    prepare = gotpc.tpcc_prepare_argv("go-tpc", opts, TPCC)
+    assert prepare[-4:] == ["-T", "1", "prepare", "--no-check"]
 
 
 def test_tpch_run_argv_runs_each_query_once_per_thread() -> None:
