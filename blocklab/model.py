@@ -65,6 +65,12 @@ class BuildRequest(Frozen):
     def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
         return _omit_defaults(handler(self), {"layout_seed": None})
 
+    def shares_objects_with(self, other: BuildRequest) -> bool:
+        """Another build that differs only in its link order or its patches: most of
+        their compiled objects are the same (blocklab.postgres.compiler_cache)."""
+        same: dict[str, object] = {"layout_seed": None, "patches": ()}
+        return self != other and self.model_copy(update=same) == other.model_copy(update=same)
+
     @field_validator("block_size_kb")
     @classmethod
     def _bs(cls, v: int) -> int:

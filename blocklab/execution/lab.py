@@ -161,7 +161,8 @@ class Lab:
         if req not in self._installs:
             from blocklab.postgres.build import ensure_build
 
-            self._installs[req] = ensure_build(req, self.paths, log=self.log)
+            shares = any(req.shares_objects_with(v.build) for v in self._variants)
+            self._installs[req] = ensure_build(req, self.paths, log=self.log, shares_objects=shares)
         return self._installs[req]
 
     def storage(

@@ -213,8 +213,13 @@ def remove_build(prefix: Path) -> None:
     shutil.rmtree(prefix, ignore_errors=True)
 
 
-def ensure_build(req: BuildRequest, paths: Paths, *, log: Log = print) -> Installation:
-    """The Installation for `req`: from the cache, or built, installed and verified."""
+def ensure_build(
+    req: BuildRequest, paths: Paths, *, log: Log = print, shares_objects: bool = False
+) -> Installation:
+    """The Installation for `req`: from the cache, or built, installed and verified.
+    `shares_objects`: other builds of its geometry will follow (layout or patched
+    variants), so it compiles through the compiler cache (blocklab.postgres.compiler_cache);
+    a layout or patched build always does."""
     faults.step("build")
     spec, key = _resolve(req, paths, log)
     prefix = paths.builds / key
@@ -231,13 +236,20 @@ def ensure_build(req: BuildRequest, paths: Paths, *, log: Log = print) -> Instal
         if prefix.exists():
             log(f"removing incomplete build {prefix}")
             remove_build(prefix)
-        _build(req, spec, key, prefix, paths, log)
+        shares = shares_objects or req.layout_seed is not None or bool(req.patches)
+        _build(req, spec, key, prefix, paths, log, shares)
     return Installation.from_manifest(prefix)
 
 
 # --- building ----------------------------------------------------------------------------
 def _build(
-    req: BuildRequest, spec: sources.SourceSpec, key: str, prefix: Path, paths: Paths, log: Log
+    req: BuildRequest,
+    spec: sources.SourceSpec,
+    key: str,
+    prefix: Path,
+    paths: Paths,
+    log: Log,
+    shares_objects: bool,
 ) -> None:
     log_path = ensure_dir(paths.cache / "logs") / f"{key}.log"
     log_path.write_text(f"blocklab build {key}\n{json.dumps(req.model_dump(mode='json'))}\n")
@@ -250,7 +262,7 @@ def _build(
         tree = sources.materialize(spec, paths, work / "src", log)
         sources.apply_patches(tree, req.patches, log_path, log)
         argv = configure_argv(req, prefix, spec.version)
-        env = compiler_cache.build_env(paths.cache / "ccache", work)
+        env = compiler_cache.build_env(paths.cache / "ccache", work, shares_objects=shares_objects)
         _compile_and_install(tree, argv, log_path, log, make_args(req), env)
         make_readable(prefix)
         inst = _provisional(prefix, key, tree, spec, req)

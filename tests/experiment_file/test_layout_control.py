@@ -84,3 +84,30 @@ def test_an_environment_pad_is_a_dimension_that_leaves_other_ids_alone(tmp_path:
     f.write_text(head + "[matrix]\nenvironment_pad_bytes = 70000\n")
     with pytest.raises(UserError, match=r"matrix\.environment_pad_bytes.*65536"):
         spec.load(f)
+
+
+def test_the_lab_compiles_a_relinked_reference_through_the_compiler_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference build whose layout copies follow goes through the cache (the copies
+    then only link); the 4 kB build, which nothing relinks, does not pay its cold cost."""
+    from blocklab.execution.lab import Lab
+    from blocklab.paths import Paths
+    from blocklab.postgres import build
+    from blocklab.state import State
+
+    asked: dict[int, bool] = {}
+    monkeypatch.setattr(
+        build,
+        "ensure_build",
+        lambda req, _paths, *, log, shares_objects: asked.setdefault(
+            req.block_size_kb, shares_objects
+        ),
+    )
+    exp = spec.load(_file(tmp_path, '[design]\nkind = "abba"\nlayout_control = 2\n'))
+    paths = Paths(home=tmp_path / "home", cache=tmp_path / "cache", results=tmp_path / "r")
+    lab = Lab(paths, State(tmp_path / "state.json"), log=lambda _m: None, variants=exp.variants())
+    for v in exp.variants():
+        if v.build.layout_seed is None:
+            lab.install(v.build)
+    assert asked == {4: False, 8: True}

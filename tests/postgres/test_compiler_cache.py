@@ -62,3 +62,29 @@ def test_the_summary_reads_the_builds_stats_log(tmp_path: Path) -> None:
     env = compiler_cache.build_env(tmp_path / "c", tmp_path, _links(tmp_path), {"PATH": "/bin"})
     (tmp_path / compiler_cache.STATS_LOG_NAME).write_text(STATS_LOG)
     assert compiler_cache.summary(env) == {"tool": "ccache", "hits": 1, "misses": 1}
+
+
+def test_by_default_only_a_build_that_shares_objects_goes_through_the_cache(
+    tmp_path: Path,
+) -> None:
+    links = _links(tmp_path)
+    for setting, shares, through in [
+        (None, True, True), (None, False, False),  # the default: a cold cache costs CPU
+        ("1", False, True), ("1", True, True),  # every build
+        ("0", True, False), ("0", False, False),  # none
+    ]:  # fmt: skip
+        environ = {"PATH": "/bin"} | ({compiler_cache.OFF_VARIABLE: setting} if setting else {})
+        env = compiler_cache.build_env(tmp_path, tmp_path, links, environ, shares_objects=shares)
+        assert bool(env) is through, (setting, shares)
+        assert compiler_cache.wanted(shares, environ) is through
+
+
+def test_builds_that_differ_only_in_link_order_or_patches_share_objects() -> None:
+    from blocklab.model import BuildRequest
+
+    plain = BuildRequest(pg="18")
+    assert plain.shares_objects_with(BuildRequest(pg="18", layout_seed=3))
+    assert plain.shares_objects_with(BuildRequest(pg="18", patches=("a.patch",)))
+    assert not plain.shares_objects_with(plain)  # itself: nothing to share
+    assert not plain.shares_objects_with(BuildRequest(pg="18", block_size_kb=4))
+    assert not plain.shares_objects_with(BuildRequest(pg="18", configure_args=("--with-icu",)))
