@@ -37,7 +37,7 @@ wal_block_size = 8
 scale = 1
 workload = "simple-update"
 clients = 2
-duration = 4
+duration = 2
 """
 
 
