@@ -5,8 +5,8 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.blocklab-installed
-# `make demo DEMO_ARGS="--rounds 2 --cycles 2 --scale 1"`: the demo with other numbers
-# (its runs measure whole checkpoint cycles: --cycles, not --duration, sets their length).
+# `make demo DEMO_ARGS="--rounds 2 --slices 2 --scale 1"`: the demo with other numbers
+# (its rounds are interleaved slices of 5 s: --slices, not --duration, sets how many).
 DEMO_ARGS ?=
 
 # Debian packages: PostgreSQL build dependencies, file-system tools, Debian's

@@ -65,6 +65,7 @@ def submit_cmd(
     until_ci: float | None,
     max_rounds: int | None,
     cycles: int | None,
+    slices: int | None,
 ) -> None:
     """Queue FILE's experiment on every host: one job per host and round (--until-ci and
     --max-rounds apply to each host on its own). A [fleet.hosts] table in FILE gives a host
@@ -79,6 +80,7 @@ def submit_cmd(
         until_ci=until_ci,
         max_rounds=max_rounds,
         cycles=cycles,
+        slices=slices,
     )
     flags.check()
     names = parse_hosts(hosts) if hosts is not None else None

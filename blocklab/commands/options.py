@@ -85,9 +85,10 @@ OVERRIDE_HELP = " (with FILE: replaces a fixed matrix value; stored as another e
 
 
 def experiment_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--duration, --scale, --clients (matrix overrides), --cycles (the [design]'s whole
-    checkpoint cycles per run), --until-ci and --max-rounds: what `run` and `fleet submit`
-    take about an experiment besides --rounds."""
+    """--duration, --scale, --clients (matrix overrides), --cycles and --slices (the
+    [design]'s whole checkpoint cycles per run, interleaved slices per round), --until-ci
+    and --max-rounds: what `run` and `fleet submit` take about an experiment besides
+    --rounds."""
     options = [
         click.option(
             "--duration",
@@ -97,8 +98,14 @@ def experiment_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--cycles",
             type=int,
-            help='whole checkpoint cycles per run, with [design] checkpoint = "cycles" '
-            "(the demo's design); stored as another experiment",
+            help='whole checkpoint cycles per run, with [design] checkpoint = "cycles"; '
+            "stored as another experiment",
+        ),
+        click.option(
+            "--slices",
+            type=int,
+            help='slices per variant per round, with [design] kind = "interleaved" (the '
+            "demo's design; an even number); stored as another experiment",
         ),
         click.option("--scale", type=int, help="pgbench scale factor" + OVERRIDE_HELP),
         click.option("--clients", type=int, help="pgbench clients" + OVERRIDE_HELP),
@@ -195,6 +202,7 @@ class RunFlags:
     max_rounds: int | None = None
     time_budget: str | None = None
     cycles: int | None = None
+    slices: int | None = None
 
     def check(self) -> float | None:
         """Every flag valid, else a UserError; the time budget in seconds."""
@@ -206,6 +214,7 @@ class RunFlags:
             clients=self.clients,
             max_rounds=self.max_rounds,
             cycles=self.cycles,
+            slices=self.slices,
         )
         return parse_duration_s(self.time_budget, "--time-budget")
 
@@ -221,6 +230,7 @@ class RunFlags:
                 scale=self.scale,
                 clients=self.clients,
                 cycles=self.cycles,
+                slices=self.slices,
             )
         exp = spec.load(file, self.overrides())
         if self.rounds is not None:
@@ -229,12 +239,13 @@ class RunFlags:
 
     def overrides(self) -> dict[str, int]:
         """The flags that change FILE's experiment (--scale, --clients, --duration,
-        --cycles), those given: what `run` applies and `fleet submit` queues."""
+        --cycles, --slices), those given: what `run` applies and `fleet submit` queues."""
         given = {
             "scale": self.scale,
             "clients": self.clients,
             "duration": self.duration,
             "cycles": self.cycles,
+            "slices": self.slices,
         }
         return {k: v for k, v in given.items() if v is not None}
 

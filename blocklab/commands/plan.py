@@ -117,6 +117,7 @@ def plan_command(
     max_rounds: int | None,
     time_budget: str | None,
     cycles: int | None,
+    slices: int | None,
     pilot: int | None,
     allow: tuple[str, ...],
     allow_command_settings: bool,
@@ -126,7 +127,9 @@ def plan_command(
     resolve (the noise from stored runs of the experiment it is stored as, or of its
     variants, or from --pilot). Builds and runs nothing without --pilot. Without FILE: the
     demo. --until-ci also prints the rounds and time that precision needs."""
-    flags = RunFlags(rounds, duration, scale, clients, until_ci, max_rounds, time_budget, cycles)
+    flags = RunFlags(
+        rounds, duration, scale, clients, until_ci, max_rounds, time_budget, cycles, slices
+    )
     flags.check()
     if pilot is not None and not 2 <= pilot <= 50:
         raise UserError(f"--pilot: rounds between 2 and 50 (got {pilot})")

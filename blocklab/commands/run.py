@@ -52,12 +52,15 @@ def run_cmd(
     max_rounds: int | None,
     time_budget: str | None,
     cycles: int | None,
+    slices: int | None,
     quiet: bool,
     allow: tuple[str, ...],
     allow_command_settings: bool,
 ) -> None:
     """Run an experiment file, or the built-in demo (4 kB vs 8 kB pages) without one."""
-    flags = RunFlags(rounds, duration, scale, clients, until_ci, max_rounds, time_budget, cycles)
+    flags = RunFlags(
+        rounds, duration, scale, clients, until_ci, max_rounds, time_budget, cycles, slices
+    )
     flags.check()
     grant = granted(allow, allow_command_settings)
     if file is not None and not file.is_file():

@@ -47,8 +47,8 @@ EXPERIMENT_KEYS = (
 )
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # what the command line overrides -> the suffix it adds to the experiment's name
-OVERRIDABLE = {"scale": "s", "clients": "c", "duration": "d", "cycles": "n"}
-DESIGN_OVERRIDES = ("cycles",)  # [design] keys; the others are [matrix] keys
+OVERRIDABLE = {"scale": "s", "clients": "c", "duration": "d", "cycles": "n", "slices": "sl"}
+DESIGN_OVERRIDES = ("cycles", "slices")  # [design] keys; the others are [matrix] keys
 DEMO = "demo.toml"  # packaged beside this module
 
 
@@ -73,13 +73,19 @@ def demo(
     scale: int | None = None,
     clients: int | None = None,
     cycles: int | None = None,
+    slices: int | None = None,
 ) -> Experiment:
     """The built-in experiment (blocklab/experiment_file/demo.toml): PostgreSQL 18, 4 kB vs
-    8 kB data pages, one whole checkpoint cycle per run. The numbers change it as --rounds/
-    --cycles/--scale/--clients change a file (`duration_s` is refused: the cycles set the
-    window)."""
+    8 kB data pages, interleaved slices. The numbers change it as --rounds/--slices/
+    --scale/--clients change a file."""
     text = resources.files("blocklab.experiment_file").joinpath(DEMO).read_text()
-    given = {"scale": scale, "clients": clients, "duration": duration_s, "cycles": cycles}
+    given = {
+        "scale": scale,
+        "clients": clients,
+        "duration": duration_s,
+        "cycles": cycles,
+        "slices": slices,
+    }
     overrides = {k: v for k, v in given.items() if v is not None}
     exp = _from_text(text, Path(DEMO), None, overrides)
     return exp if rounds is None else exp.model_copy(update={"rounds": rounds})
@@ -146,8 +152,10 @@ def _design_overridden(data: dict[str, Any], overrides: Mapping[str, int]) -> di
             "duration; use --cycles N for a longer window (N cycles per run, 1.."
             f"{run_design.MAX_CYCLES}), or change matrix.settings.checkpoint_timeout in the file"
         )
+    if "slices" in overrides:
+        design = _slices_overridden(design, overrides["slices"])
     if "cycles" not in overrides:
-        return None
+        return design if "slices" in overrides else None
     if checkpoint != "cycles":
         raise UserError(
             f'--cycles: only for [design] checkpoint = "cycles"; this experiment\'s '
@@ -157,6 +165,23 @@ def _design_overridden(data: dict[str, Any], overrides: Mapping[str, int]) -> di
     if not 1 <= n <= run_design.MAX_CYCLES:
         raise UserError(f"--cycles: whole cycles per run, 1..{run_design.MAX_CYCLES} (got {n})")
     return {**design, "cycles": n}
+
+
+def _slices_overridden(design: dict[str, Any], n: int) -> dict[str, Any]:
+    """The [design] table with --slices N (slices per variant per round): only for the
+    interleaved design, an even number in its range."""
+    kind = design.get("kind", run_design.PAIRED)
+    if kind != run_design.INTERLEAVED:
+        raise UserError(
+            f'--slices: only for [design] kind = "interleaved"; this experiment\'s design is '
+            f"{kind!r} (its window is set by --duration)"
+        )
+    if n % 2 or not 2 <= n <= run_design.MAX_SLICES:
+        raise UserError(
+            f"--slices: an even number 2..{run_design.MAX_SLICES} (got {n}): the Thue-Morse "
+            "order balances pairs of slices"
+        )
+    return {**design, "slices": n}
 
 
 def _timeout_text(data: dict[str, Any]) -> str:

@@ -54,7 +54,7 @@ def save(conn: psycopg.Connection[Any], s: Submission) -> None:
     if row is not None and (row[0], json.loads(row[1])) != (s.spec_text, s.overrides):
         raise UserError(
             f"FILE: experiment '{s.name}' was submitted before from another file or with "
-            "other --duration/--scale/--clients/--cycles; give it another name"
+            "other --duration/--scale/--clients/--cycles/--slices; give it another name"
         )
     conn.execute(
         f"INSERT INTO blocklab_fleet_experiments ({COLUMNS}) VALUES "

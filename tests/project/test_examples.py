@@ -78,17 +78,17 @@ END_TO_END = [
 def test_example_runs_end_to_end(example: Path, paths: Paths, tmp_path: Path) -> None:
     if example.name == "own-database-pagesize.toml":  # its dump is made, not kept in git
         _own_database_dump(paths)
-    example = _smoke_slices(example, tmp_path)
+    smoke = _smoke(example)
     results = tmp_path / "results"
     argv = [sys.executable, "-m", "blocklab.cli", "run", str(example), "--rounds", "1", "-q"]
-    argv += ["--results", str(results), "--scale", "1", "--duration", "2"]
+    argv += ["--results", str(results), *(f"--{k}={v}" for k, v in smoke.items())]
     argv += ["--allow", "scripts"]  # the owner's grant: wal-block-clients runs a script file
     started = time.monotonic()
     r = subprocess.run(argv, capture_output=True, text=True, timeout=3600, env=dict(os.environ))
     took_s = time.monotonic() - started
     print(f"{example.name}: {took_s:.0f} s")  # shown with -s; the figure in the report
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    exp = spec.load(example, SMOKE)
+    exp = spec.load(example, smoke)
     with ResultsDB(results, create=False) as db:
         runs = db.runs(exp.name)
     assert len(runs) == len(exp.variants())
@@ -96,19 +96,11 @@ def test_example_runs_end_to_end(example: Path, paths: Paths, tmp_path: Path) ->
     assert f"{exp.name}: " in r.stdout  # the summary's title
 
 
-def _smoke_slices(example: Path, tmp_path: Path) -> Path:
-    """An interleaved example's smoke copy: 2 slices of 2 s per variant (its file's 12 of
-    5 s are clock-bound minutes of CPU that CI's builds need; --duration does not set
-    slices). Any other example as it is."""
-    text = example.read_text()
-    if not re.search(r'^kind = "interleaved"', text, re.MULTILINE):
-        return example
-    for key in ("slice_s", "slices"):
-        text, n = re.subn(rf"^{key} = \d+", f"{key} = 2", text, flags=re.MULTILINE)
-        assert n == 1, f"{example.name}: [design] {key} not found"
-    copy = tmp_path / example.name  # the same name: the same experiment, smaller
-    copy.write_text(text)
-    return copy
+def _smoke(example: Path) -> dict[str, int]:
+    """The flags that shrink an example: SMOKE, and for an interleaved design 2 slices per
+    variant per round (its 12 are a minute of clock-bound CPU that CI's builds need)."""
+    interleaved = spec.load(example).run_design.kind == "interleaved"
+    return {**SMOKE, **({"slices": 2} if interleaved else {})}
 
 
 def _own_database_dump(paths: Paths) -> Path:

@@ -1,0 +1,54 @@
+"""--slices N: an interleaved experiment (the demo) with N slices per variant per round,
+stored as another experiment with the same seed; refused, naming the flag and what it
+allows, for another design or an odd or out-of-range count, before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import blocklab_in_home as _blocklab
+
+from blocklab import experiment_file as spec
+from blocklab.cli import main
+from blocklab.errors import UserError
+from blocklab.execution import plan
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def test_slices_renames_the_demo_keeps_its_seed_and_shortens_each_round() -> None:
+    demo, short = spec.demo(), spec.demo(slices=2)
+    assert short.name == f"{demo.name}-sl2" and short.seed == demo.seed
+    assert (demo.run_design.slices, short.run_design.slices) == (4, 2)
+    assert [v.variant_id for v in short.variants()] == [v.variant_id for v in demo.variants()]
+    assert plan.describe(short).eta_runs_s < plan.describe(demo).eta_runs_s
+    example = spec.load(EXAMPLES / "interleaved-pagesize.toml", {"slices": 6})
+    assert example.name == "interleaved-pagesize-sl6" and example.run_design.slices == 6
+
+
+@pytest.mark.parametrize(
+    ("n", "message"),
+    [
+        (3, "--slices: an even number 2..400 (got 3): the Thue-Morse order balances pairs"),
+        (402, "--slices: an even number 2..400 (got 402)"),
+    ],
+)
+def test_an_odd_or_out_of_range_count_names_the_flag(n: int, message: str) -> None:
+    with pytest.raises(UserError, match=message.replace("(", "\\(").replace(")", "\\)")):
+        spec.demo(slices=n)
+
+
+def test_slices_on_another_design_exits_2_and_starts_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home, results = tmp_path / "home", tmp_path / "results"
+    example = str(EXAMPLES / "fillfactor.toml")
+    r = _blocklab("run", example, "--slices", "2", "--results", str(results), home=home)
+    assert r.returncode == 2, r.stdout + r.stderr
+    err = " ".join(r.stderr.split())
+    assert '--slices: only for [design] kind = "interleaved"' in err
+    assert "this experiment's design is 'paired'" in err
+    assert not results.exists() and (not home.exists() or not list(home.rglob("*.sqlite")))
+    assert main(["plan", "--slices", "0"]) == 2
+    assert "--slices: must be at least 1" in capsys.readouterr().err
