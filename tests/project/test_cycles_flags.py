@@ -42,14 +42,23 @@ def test_duration_on_the_cycles_demo_exits_2_and_starts_nothing(
     _nothing_created(home, results)
 
 
-def test_cycles_on_a_duration_design_exits_2_and_starts_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("flag", "refusal", "what"),
+    [
+        ("--cycles", '--cycles: only for [design] checkpoint = "cycles"', "checkpoint is 'free'"),
+        ("--slices", '--slices: only for [design] kind = "interleaved"', "design is 'paired'"),
+    ],
+)
+def test_cycles_or_slices_on_a_duration_design_exits_2_and_starts_nothing(
+    tmp_path: Path, flag: str, refusal: str, what: str
+) -> None:
     home, results = tmp_path / "home", tmp_path / "results"
     example = str(EXAMPLES / "fillfactor.toml")
-    r = _blocklab("run", example, "--cycles", "2", "--results", str(results), home=home)
+    r = _blocklab("run", example, flag, "2", "--results", str(results), home=home)
     assert r.returncode == 2, r.stdout + r.stderr
     err = " ".join(r.stderr.split())
-    assert '--cycles: only for [design] checkpoint = "cycles"' in err
-    assert "this experiment's checkpoint is 'free'" in err
+    assert refusal in err
+    assert f"this experiment's {what}" in err
     _nothing_created(home, results)
 
 
