@@ -138,11 +138,20 @@ def _overridden(data: dict[str, Any], overrides: Mapping[str, int], path: Path) 
 
 
 def _design_overridden(data: dict[str, Any], overrides: Mapping[str, int]) -> dict[str, Any] | None:
-    """The [design] table with --cycles applied (None without it). A design that measures
-    whole checkpoint cycles refuses --duration: the cycles set its window, not a duration;
-    any other design refuses --cycles."""
+    """The [design] table with --cycles or --slices applied (None without them). A design
+    that measures whole checkpoint cycles refuses --duration: the cycles set its window,
+    not a duration; so does the interleaved one (its slices do); any other design refuses
+    --cycles and --slices."""
     design = dict(table(data.get("design", {}), "design"))
     checkpoint = design.get("checkpoint", "free")
+    if design.get("kind") == run_design.INTERLEAVED and "duration" in overrides:
+        n = design.get("slices", run_design.DEFAULT_SLICES)
+        slice_s = design.get("slice_s", run_design.DEFAULT_SLICE_S)
+        raise UserError(
+            f'--duration: this experiment\'s [design] kind = "interleaved" measures slices: '
+            f"each variant's window in a round is {n} slices of {slice_s} s, not a duration; "
+            f"use --slices N (an even number 2..{run_design.MAX_SLICES})"
+        )
     if checkpoint == "cycles" and "duration" in overrides:
         n = design.get("cycles", run_design.DEFAULT_CYCLES)
         raise UserError(

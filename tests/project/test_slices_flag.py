@@ -41,3 +41,11 @@ def test_an_odd_or_out_of_range_count_names_the_flag(n: int, message: str) -> No
 def test_a_count_under_one_exits_2_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--slices", "0"]) == 2
     assert "--slices: must be at least 1" in capsys.readouterr().err
+
+
+def test_duration_on_the_interleaved_demo_is_refused_naming_slices() -> None:
+    """The demo's window is its slices: --duration would only rename it."""
+    with pytest.raises(
+        UserError, match="--duration: .* 4 slices of 5 s, not a duration; use --slices N"
+    ):
+        spec.demo(duration_s=60)
