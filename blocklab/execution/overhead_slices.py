@@ -27,6 +27,7 @@ tps; their time per run is measured once at the end (`end_probe_s`).
 from __future__ import annotations
 
 import os
+import resource
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,21 +85,26 @@ class Switch(Protocol):
 @dataclass
 class CpuReadings:
     """Cumulative CPU seconds at each slice's bound (the module's docstring): bound ->
-    (the probes' own processes, the measured system). From /proc/<pid>/stat of the
-    processes of the two trees (blocklab.probes.sampler.read_pid_stats: each one's own
-    and its reaped children's time, so a tree's sum only grows), walked, not scanned."""
+    (the probes' own processes, the measured system). The probes' to the microsecond:
+    this process's from getrusage(RUSAGE_SELF) (every thread's, ended ones included), the
+    backend's from /proc/<pid>/schedstat (blocklab.proc.read_runtime_s); the system's from
+    /proc/<pid>/stat of the processes of the two trees, in clock ticks
+    (blocklab.probes.sampler.read_pid_stats: each one's own and its reaped children's
+    time, so a tree's sum only grows), walked, not scanned. The share's numerator is a
+    difference of a few milliseconds and needs the finer clock; its denominator, seconds,
+    does not."""
 
     server_pid: int
     backend_pid: int | None
     at: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def read(self, bound: int) -> None:
-        me = os.getpid()
-        stats = read_pid_stats([me, self.server_pid])
-        if me not in stats:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        backend_s = proc.read_runtime_s(self.backend_pid) if self.backend_pid else 0.0
+        stats = read_pid_stats([os.getpid(), self.server_pid])
+        if backend_s is None or not stats:
             return
-        backend = stats.get(self.backend_pid or -1)
-        probes_s = stats[me][1] + (backend[1] if backend else 0.0)
+        probes_s = own.ru_utime + own.ru_stime + backend_s
         self.at[bound] = (probes_s, sum(cpu_s for _ppid, cpu_s in stats.values()))
 
     def per_slice(self, n_slices: int) -> tuple[list[float | None], list[float | None]]:
