@@ -87,9 +87,12 @@ def overhead(
     """What the probes cost in tps, on one server, with a 95 % CI.
 
     slices (default): one pgbench run cut into slices; each probe is switched on and off
-    in ABBA/BAAB blocks, so that the machine's drift cancels; a ratio per probe. The
-    probes of a run's begin and end (pg_stat_io, the CPU account, the space pass) run
-    outside the workload's window: their seconds per run are printed.
+    in ABBA/BAAB blocks, so that the machine's drift cancels; a ratio per probe, and
+    under it the probe's share of the measured system's CPU (what it adds in its on
+    slices, on minus off, over the server's and blocklab's CPU), whose interval is much
+    tighter than the ratio's on a noisy machine. The probes of a run's begin and end
+    (pg_stat_io, the CPU account, the space pass) run outside the workload's window:
+    their seconds per run are printed.
     pairs: whole bare and instrumented pgbench runs, interleaved; the after-run
     pgstattuple pass is left out. Many short pairs give a tighter CI than a few long ones.
     """

@@ -28,31 +28,37 @@ class _Recorder:
 
 
 def test_the_probes_are_switched_at_the_slices_bounds(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """A writer prints one progress line every 30 ms: each switch must happen at the
+    """A writer prints one progress line at a time: each switch must happen at the
     second the plan says (the lead-in, then `slice_s` seconds per slice), each probe on
-    exactly while its slices are on."""
+    exactly while its slices are on, and the CPU read at each bound between the two. The
+    writer waits for the follower to have looked at the file after each line (two calls
+    of `running`, which it makes once a look), so a busy machine cannot make it lag."""
     monkeypatch.setattr(os_, "POLL_S", 0.002)
     plan = schedule(["sampler", "cpu_log"], 2)
     slice_s, path = 2, tmp_path / "pgbench.err"
     total = os_.LEAD_IN_S + len(plan) * slice_s
-    clock, events, done = [0], [], threading.Event()
+    clock, events, done, looks = [0], [], threading.Event(), [0]
     switches = {p: _Recorder(p, events, clock) for p in ("sampler", "cpu_log")}
+
+    def running() -> int | None:
+        looks[0] += 1
+        return 0 if done.is_set() else None
 
     def write() -> None:
         with open(path, "w") as f:
             for k in range(1, total + 1):
-                time.sleep(0.03)
                 clock[0] = k
                 f.write(f"progress: {k}.0 s, 4000.0 tps, lat 0.5 ms stddev 0.1, 0 failed\n")
                 f.flush()
-                time.sleep(0.03)
-        time.sleep(0.05)
+                seen, began = looks[0], time.monotonic()
+                while looks[0] < seen + 2 and time.monotonic() - began < 30:
+                    time.sleep(0.001)
         done.set()
 
     writer = threading.Thread(target=write)
     writer.start()
     delay = os_._switch_along(
-        lambda: 0 if done.is_set() else None,
+        running,
         path,
         plan,
         switches,  # type: ignore[arg-type]
