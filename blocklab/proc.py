@@ -278,6 +278,27 @@ def read_pid_stat(pid: int, tid: int | None = None) -> PidStat | None:
         return None
 
 
+def parse_schedstat(text: str) -> int:
+    """/proc/<pid>/schedstat (pure): the task's time on a CPU in nanoseconds (its first
+    field), exact where /proc/<pid>/stat's times are truncated to a clock tick. ValueError
+    on a line that is not one."""
+    fields = text.split()
+    if len(fields) < 3:
+        raise ValueError(f"not a /proc/<pid>/schedstat line: {text[:80]!r}")
+    return int(fields[0])
+
+
+def read_runtime_s(pid: int) -> float | None:
+    """The CPU seconds of one task (a single-threaded process: a PostgreSQL backend), from
+    /proc/<pid>/schedstat; None once it has ended or where the kernel has no such file.
+    Of a process's main thread only: not for a process with threads."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return parse_schedstat(f.read()) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
 def scan_pid_stats() -> dict[int, PidStat]:
     """Every process in /proc (one that ends while the scan runs is left out). A pass over
     every entry: for the whole machine's account only; a process tree is walked with

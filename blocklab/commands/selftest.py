@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from blocklab.postgres.installation import Installation
 from blocklab.units import fmt_number, fmt_p_value
 
 if TYPE_CHECKING:
+    from blocklab.analysis.slices import CpuShare
     from blocklab.execution.overhead import OverheadResult
     from blocklab.execution.overhead_slices import SliceResult
 
@@ -85,9 +87,12 @@ def overhead(
     """What the probes cost in tps, on one server, with a 95 % CI.
 
     slices (default): one pgbench run cut into slices; each probe is switched on and off
-    in ABBA/BAAB blocks, so that the machine's drift cancels; a ratio per probe. The
-    probes of a run's begin and end (pg_stat_io, the CPU account, the space pass) run
-    outside the workload's window: their seconds per run are printed.
+    in ABBA/BAAB blocks, so that the machine's drift cancels; a ratio per probe, and
+    under it the probe's share of the measured system's CPU (what it adds in its on
+    slices, on minus off, over the server's and blocklab's CPU), whose interval is much
+    tighter than the ratio's on a noisy machine. The probes of a run's begin and end
+    (pg_stat_io, the CPU account, the space pass) run outside the workload's window:
+    their seconds per run are printed.
     pairs: whole bare and instrumented pgbench runs, interleaved; the after-run
     pgstattuple pass is left out. Many short pairs give a tighter CI than a few long ones.
     """
@@ -111,6 +116,8 @@ def overhead(
         )
         for line in slice_lines(res):
             click.echo(line)
+        load = ", ".join(fmt_number(x, 2) for x in os.getloadavg())
+        click.echo(f"load average (1, 5, 15 min) at the end: {load}")
         return
     from blocklab.execution.overhead import measure_overhead
 
@@ -151,10 +158,41 @@ def slice_lines(res: SliceResult) -> list[str]:
         est = "n/a" if c.estimate is None else fmt_number(c.estimate, 4)
         lines.append(f"{probe:<10} {est:>10}  {ci:<18} {half:>10} {c.n_pairs:>6}")
         lines.append(f"  target >= {TARGET_RATIO}: {verdict(c)}")
+        if probe in res.shares:
+            lines.append(f"  {share_line(res.shares[probe])}")
     outside = ", ".join(f"{k} {fmt_number(v, 3)} s" for k, v in res.end_probe_s.items())
     lines.append(f"outside the window (once per run, no tps cost): {outside}")
     lines.append(f"longest switch delay: {fmt_number(res.max_switch_delay_s, 3)} s")
     return lines
+
+
+def share_line(share: CpuShare) -> str:
+    """'CPU share x % (95 % CI a to b)' of one probe, with what it adds per slice."""
+    if share.share_pct is None:
+        return "CPU share n/a (no block with CPU figures)"
+    ci = "no CI"
+    if share.ci95_low_pct is not None and share.ci95_high_pct is not None:
+        ci = f"95 % CI {fmt_number(share.ci95_low_pct, 3)} to {fmt_number(share.ci95_high_pct, 3)}"
+    added = share.added_cpu_s_per_slice or 0.0
+    return (
+        f"CPU share {fmt_number(share.share_pct, 3)} % ({ci}), "
+        f"{fmt_number(added, 3)} cpu_s per slice, {share.n_blocks} blocks; "
+        f"{_share_verdict(share)}"
+    )
+
+
+def _share_verdict(share: CpuShare) -> str:
+    """Whether a CPU share's CI meets the tps target (1 - TARGET_RATIO, i.e. 1 %)."""
+    from blocklab.execution.overhead import TARGET_RATIO
+
+    target_pct = round((1 - TARGET_RATIO) * 100, 6)
+    if share.ci95_low_pct is None or share.ci95_high_pct is None:
+        return "too few blocks for a CI"
+    if share.ci95_high_pct <= target_pct:
+        return f"target met: the whole CI is <= {fmt_number(target_pct)} %"
+    if share.ci95_low_pct > target_pct:
+        return f"target missed: the whole CI is above {fmt_number(target_pct)} %"
+    return f"inconclusive: the CI straddles {fmt_number(target_pct)} %"
 
 
 def ratio_lines(

@@ -5,7 +5,13 @@ slice one probe is on or off, in ABBA/BAAB blocks with the probes taking turns
 (blocklab.analysis.slices.schedule). A thread reads pgbench's progress lines as they are
 written and switches the probes at the slices' bounds; afterwards each slice's tps comes
 from the same lines and each probe's tps ratio (on / off) with its 95 % CI from its
-blocks (blocklab.analysis.slices.probe_ratios). Against pairs of whole runs
+blocks (blocklab.analysis.slices.probe_ratios). At each slice's bound (after the probe
+of the slice before is switched off, before the next one is switched on) the CPU seconds
+so far are read (`CpuReadings`): of the probes' own processes (this process, whose
+threads the probes are, and the backend that answers the sampler) and of the measured
+system (the server's process tree and this process's, pgbench in it); from them each
+probe's share of the CPU with its 95 % CI (blocklab.analysis.slices.probe_cpu_shares),
+the estimator precise enough to see a 1 % cost. Against pairs of whole runs
 (blocklab.execution.overhead) nothing restarts between the arms (no connection set-up,
 no backends' exit, no cold start), and a drift of the shared machine cancels within each
 block of a dozen seconds.
@@ -21,14 +27,23 @@ tps; their time per run is measured once at the end (`end_probe_s`).
 from __future__ import annotations
 
 import os
+import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from blocklab import proc
-from blocklab.analysis.slices import Slice, probe_ratios, schedule, slice_tps
+from blocklab.analysis.slices import (
+    CpuShare,
+    Slice,
+    probe_cpu_shares,
+    probe_ratios,
+    schedule,
+    slice_growth,
+    slice_tps,
+)
 from blocklab.analysis.stats import Comparison
 from blocklab.errors import RunError
 from blocklab.execution import controls
@@ -37,7 +52,7 @@ from blocklab.paths import Paths
 from blocklab.postgres.cluster import Cluster
 from blocklab.postgres.installation import Installation
 from blocklab.probes import Instrumentation
-from blocklab.probes.sampler import Sampler
+from blocklab.probes.sampler import Sampler, read_pid_stats
 from blocklab.workloads.execution import driver_user
 from blocklab.workloads.pgbench import parse_progress
 
@@ -54,11 +69,48 @@ class SliceResult:
     ratios: dict[str, Comparison] = field(default_factory=dict)
     end_probe_s: dict[str, float] = field(default_factory=dict)
     max_switch_delay_s: float = 0.0  # from a progress line written to its switch
+    # per slice: CPU seconds of the probes' own processes, and of the measured system
+    probe_cpu_s: list[float | None] = field(default_factory=list)
+    total_cpu_s: list[float | None] = field(default_factory=list)
+    shares: dict[str, CpuShare] = field(default_factory=dict)
 
 
-class _Switch(Protocol):
+class Switch(Protocol):
+    """A probe that measure_slices switches on and off."""
+
     def on(self) -> None: ...
     def off(self) -> None: ...
+
+
+@dataclass
+class CpuReadings:
+    """Cumulative CPU seconds at each slice's bound (the module's docstring): bound ->
+    (the probes' own processes, the measured system). The probes' to the microsecond:
+    this process's from getrusage(RUSAGE_SELF) (every thread's, ended ones included), the
+    backend's from /proc/<pid>/schedstat (blocklab.proc.read_runtime_s); the system's from
+    /proc/<pid>/stat of the processes of the two trees, in clock ticks
+    (blocklab.probes.sampler.read_pid_stats: each one's own and its reaped children's
+    time, so a tree's sum only grows), walked, not scanned. The share's numerator is a
+    difference of a few milliseconds and needs the finer clock; its denominator, seconds,
+    does not."""
+
+    server_pid: int
+    backend_pid: int | None
+    at: dict[int, tuple[float, float]] = field(default_factory=dict)
+
+    def read(self, bound: int) -> None:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        backend_s = proc.read_runtime_s(self.backend_pid) if self.backend_pid else 0.0
+        stats = read_pid_stats([os.getpid(), self.server_pid])
+        if backend_s is None or not stats:
+            return
+        probes_s = own.ru_utime + own.ru_stime + backend_s
+        self.at[bound] = (probes_s, sum(cpu_s for _ppid, cpu_s in stats.values()))
+
+    def per_slice(self, n_slices: int) -> tuple[list[float | None], list[float | None]]:
+        """(the probes' CPU seconds, the measured system's) of each slice."""
+        probes = slice_growth({k: v[0] for k, v in self.at.items()}, n_slices)
+        return probes, slice_growth({k: v[1] for k, v in self.at.items()}, n_slices)
 
 
 class _SamplerSwitch:
@@ -104,36 +156,45 @@ def measure_slices(
     clients: int,
     interval_s: float = 1.0,
     log: Callable[[str], None] = print,
+    extra: Mapping[str, Switch] | None = None,
 ) -> SliceResult:
-    unknown = sorted(set(probes) - set(PROBES))
+    """`extra`: more probes by name, switched like the real ones (a test's deliberately
+    costly probe, to check that the CPU share finds a known cost)."""
+    known = [*PROBES, *(extra or {})]
+    unknown = sorted(set(probes) - set(known))
     if unknown:
-        raise ValueError(f"probes: one of {', '.join(PROBES)}, got {', '.join(unknown)}")
+        raise ValueError(f"probes: one of {', '.join(known)}, got {', '.join(unknown)}")
     plan = schedule(list(probes), blocks_per_probe)
     with selftest_server(inst, paths, scale=scale, log=log) as cluster:
         ctx = context_for(cluster, interval_s=interval_s, measure_space=True)
         instrumentation = Instrumentation(ctx)
         instrumentation.prepare()
         try:
-            switches: dict[str, _Switch] = {
+            switches: dict[str, Switch] = {
                 "sampler": _SamplerSwitch(instrumentation),
                 "cpu_log": _CpuLogSwitch(ctx.server_pid),
+                **(extra or {}),
             }
+            cpu = CpuReadings(ctx.server_pid, instrumentation.backend_pid)
             total_s = LEAD_IN_S + len(plan) * slice_s + 1
             log(f"one pgbench run of {total_s} s: {len(plan)} slices of {slice_s} s")
-            per_second, delay = _run(cluster, plan, switches, slice_s, total_s, clients)
+            per_second, delay = _run(cluster, plan, switches, cpu, slice_s, total_s, clients)
             res = SliceResult(plan, slice_tps(per_second, len(plan), slice_s, LEAD_IN_S))
             res.max_switch_delay_s = delay
+            res.probe_cpu_s, res.total_cpu_s = cpu.per_slice(len(plan))
             res.end_probe_s = instrumentation.end_probe_seconds()
         finally:
             instrumentation.close()
     res.ratios = probe_ratios(res.plan, res.tps)
+    res.shares = probe_cpu_shares(res.plan, res.probe_cpu_s, res.total_cpu_s)
     return res
 
 
 def _run(
     cluster: Cluster,
     plan: list[Slice],
-    switches: dict[str, _Switch],
+    switches: dict[str, Switch],
+    cpu: CpuReadings,
     slice_s: int,
     total_s: int,
     clients: int,
@@ -151,7 +212,9 @@ def _run(
         user=driver_user(),
     )
     try:
-        delay = _switch_along(child.poll, out.with_suffix(".err"), plan, switches, slice_s)
+        delay = _switch_along(
+            child.poll, out.with_suffix(".err"), plan, switches, slice_s, at_bound=cpu.read
+        )
         if child.wait(timeout=60) != 0:
             raise RunError(f"pgbench exited {child.returncode}: {_tail(out.with_suffix('.err'))}")
     finally:
@@ -167,30 +230,38 @@ def _switch_along(
     running: Callable[[], int | None],
     progress_path: Path,
     plan: list[Slice],
-    switches: dict[str, _Switch],
+    switches: Mapping[str, Switch],
     slice_s: int,
+    at_bound: Callable[[int], None] | None = None,
 ) -> float:
     """Follow pgbench's progress lines; at each slice's first second, switch the probe
-    that slice wants on (and the one before off). The longest delay, in seconds, from a
-    line's arrival in the file (its modification time) to the switch."""
+    that slice wants on (and the one before off), and call `at_bound(k)` at each slice's
+    bound k (0 opens the first slice, len(plan) closes the last) between the two. The
+    longest delay, in seconds, from a line's arrival in the file (its modification time)
+    to the switch."""
     state: str | None = None
-    seconds, offset, worst = 0, 0, 0.0
-    while running() is None:
+    seconds, offset, worst, bound = 0, 0, 0.0, -1
+    while True:
+        ended = running() is not None  # the lines written before the end are read too
         data = _read_from(progress_path, offset)
         if data:
             offset += len(data)
             seconds += len(parse_progress(data.decode("utf-8", "replace")))
             i = (seconds - LEAD_IN_S) // slice_s if seconds >= LEAD_IN_S else -1
             want = plan[i].probe if 0 <= i < len(plan) and plan[i].on else None
+            if want != state and state is not None:
+                switches[state].off()
+            while at_bound is not None and bound < min(i, len(plan)):
+                bound += 1
+                at_bound(bound)
             if want != state:
-                if state is not None:
-                    switches[state].off()
                 if want is not None:
                     switches[want].on()
                 state = want
                 worst = max(worst, time.time() - progress_path.stat().st_mtime)
+        if ended:
+            return worst
         time.sleep(POLL_S)
-    return worst
 
 
 def _read_from(path: Path, offset: int) -> bytes:

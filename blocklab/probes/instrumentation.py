@@ -60,6 +60,12 @@ class Instrumentation:
             self.close()
             raise RunError(f"probes: could not prepare the sampler: {e}") from e
 
+    @property
+    def backend_pid(self) -> int | None:
+        """The pid of the server backend that answers the probes' statements (after
+        prepare(); None when not connected)."""
+        return None if self._conn is None else self._conn.info.backend_pid
+
     def sample(self) -> Snapshot:
         """One of the sampler's snapshots (after prepare(); for the overhead self-test,
         which switches the sampler on and off: blocklab.execution.overhead_slices)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -110,3 +111,29 @@ def test_the_probes_read_their_trees_without_a_scan_of_proc(
     account = disturbance.read_account([os.getppid()], stats)
     assert account is not None and account.known_s >= stats[os.getpid()][1]
     assert disturbance.read_account([os.getppid()]) is not None
+
+
+def test_schedstat_gives_a_task_s_cpu_time_in_nanoseconds() -> None:
+    assert proc.parse_schedstat("142242 379605 5\n") == 142242
+    with pytest.raises(ValueError):
+        proc.parse_schedstat("1 2")
+    # a single-threaded child that burns 0.2 s of CPU, prints its own CPU clock and waits:
+    # its schedstat is the same kernel figure
+    script = (
+        "import sys, time\n"
+        "until = time.process_time() + 0.2\n"
+        "while time.process_time() < until: pass\n"
+        "print(time.process_time(), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        own_s = float(child.stdout.readline())
+        got = proc.read_runtime_s(child.pid)
+    finally:
+        child.communicate("")
+    assert got is not None and abs(got - own_s) < 0.02, (got, own_s)
+    assert proc.read_runtime_s(child.pid) is None  # reaped: no such task
