@@ -411,7 +411,8 @@ def write_runs_lists(
     """The experiment page, with its runs inline up to RUNS_PER_PAGE runs, else on
     runs-<n>.html pages of RUNS_PER_PAGE runs each (the page then lists the variants)."""
     base = f"e/{exp.slug}"
-    by_variant = {v.variant_id: exp.runs_of(v.variant_id) for v in exp.variants}
+    grouped = exp.runs_by_variant()
+    by_variant = {v.variant_id: grouped[v.variant_id] for v in exp.variants}
     pages = paginate([(v, by_variant[v.variant_id]) for v in exp.variants], RUNS_PER_PAGE)
     paged = len(pages) > 1
     first_page = {}
