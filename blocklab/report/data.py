@@ -126,6 +126,13 @@ class ExperimentView:
     def runs_of(self, variant_id: str) -> list[RunView]:
         return [r for r in self.runs if r.variant_id == variant_id]
 
+    def runs_by_variant(self) -> dict[str, list[RunView]]:
+        """Every variant's runs_of, in one pass over the runs (not one a variant)."""
+        out: dict[str, list[RunView]] = {v.variant_id: [] for v in self.variants}
+        for r in self.runs:
+            out.setdefault(r.variant_id, []).append(r)
+        return out
+
 
 @dataclass
 class RunDetail:

@@ -201,6 +201,7 @@ def grid_json(exp: ExperimentView, entries: list[manifest.RunEntry]) -> dict[str
         (v.label or v.variant_id): PALETTE[i % len(PALETTE)] for i, v in enumerate(exp.variants)
     }
     drawn = {e.id: e for e in entries if e.tps_max is not None}
+    grouped = exp.runs_by_variant()
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for v in exp.variants:
         key = (str(v.dims.get(x, "")) if x else "", str(v.dims.get(y, "")) if y else "")
@@ -215,7 +216,7 @@ def grid_json(exp: ExperimentView, entries: list[manifest.RunEntry]) -> dict[str
             },
         )
         cell["labels"].append(v.label or v.variant_id)
-        for r in exp.runs_of(v.variant_id):
+        for r in grouped[v.variant_id]:
             if r.status == "ok" and r.id in drawn:
                 cell["run_ids"].append((r.id, v.label or v.variant_id))
     for c in cells.values():

@@ -65,6 +65,7 @@ CHARTS = (
     Chart("mem", "host", "Host memory used", BYTES),
 )
 _CHART = {c.id: c for c in CHARTS}
+_RANK = {c.id: i for i, c in enumerate(CHARTS)}
 
 # series name -> (label, chart id); in this order within a chart
 SERIES: dict[str, tuple[str, str]] = {
@@ -152,12 +153,13 @@ def byte_scale(largest: float, per_s: bool) -> tuple[str, float]:
 
 
 def values_of(points: Sequence[Point]) -> list[float]:
-    return [v for _, v in points if v is not None and math.isfinite(v)]
+    """The finite values (a comparison, not a call a point: -inf < nan is false too)."""
+    return [v for _, v in points if v is not None and -math.inf < v < math.inf]
 
 
-def is_zero_throughout(points: Sequence[Point]) -> bool:
-    vals = values_of(points)
-    return bool(vals) and all(v == 0 for v in vals)
+def _all_zero(vals: list[float]) -> bool:
+    """Zero throughout: values, and every one 0."""
+    return bool(vals) and not any(vals)
 
 
 def run_panels(
@@ -169,16 +171,17 @@ def run_panels(
     drawn: dict[str, list[Placed]] = {}
     zero: dict[str, list[Placed]] = {}
     empty: dict[str, list[Placed]] = {}
+    finite: dict[str, list[float]] = {}  # each series' finite values, found once
     for key in series:
         if key.endswith(FINAL_FLUSH_SUFFIX):
             continue
         p = place(key)
-        pts = series[key]
-        into = zero if is_zero_throughout(pts) else drawn if values_of(pts) else empty
+        vals = finite[key] = values_of(series[key])
+        into = zero if _all_zero(vals) else drawn if vals else empty
         into.setdefault(p.chart.id, []).append(p)
     out = []
     for panel, title in PANELS:
-        charts = [_chart(ps, series, throughput_name) for ps in _of_panel(drawn, panel)]
+        charts = [_chart(ps, series, finite, throughput_name) for ps in _of_panel(drawn, panel)]
         z = [_named(p) for ps in _of_panel(zero, panel) for p in ps]
         e = [_named(p) for ps in _of_panel(empty, panel) for p in ps]
         if charts or z or e:
@@ -188,9 +191,8 @@ def run_panels(
 
 def _of_panel(by_chart: dict[str, list[Placed]], panel: str) -> list[list[Placed]]:
     """The charts of `panel` (CHARTS order, then the others by name), series in order."""
-    rank = {c.id: i for i, c in enumerate(CHARTS)}
     ids = [c for c, ps in by_chart.items() if ps[0].chart.panel == panel]
-    ids.sort(key=lambda c: (rank.get(c, len(rank)), c))
+    ids.sort(key=lambda c: (_RANK.get(c, len(_RANK)), c))
     return [sorted(by_chart[c], key=lambda p: p.order) for c in ids]
 
 
@@ -199,12 +201,15 @@ def _named(p: Placed) -> dict[str, str]:
 
 
 def _chart(
-    placed: list[Placed], series: Mapping[str, Sequence[Point]], throughput_name: str
+    placed: list[Placed],
+    series: Mapping[str, Sequence[Point]],
+    finite: Mapping[str, list[float]],
+    throughput_name: str,
 ) -> dict[str, Any]:
     c = placed[0].chart
     unit, scale = c.unit, 1.0
     if c.unit in (BYTES_PER_S, BYTES):
-        largest = max((abs(v) for p in placed for v in values_of(series[p.key])), default=0.0)
+        largest = max((abs(v) for p in placed for v in finite[p.key]), default=0.0)
         unit, scale = byte_scale(largest, per_s=c.unit == BYTES_PER_S)
     if c.id == "tps":
         unit = throughput_name

@@ -4,9 +4,10 @@ children inherit by fork; only slice bounds and results cross between processes.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 MAX_WORKERS = 8
@@ -34,13 +35,27 @@ def map_slices(
 ) -> list[Any]:
     """work(k, lo, hi) for contiguous slices of range(n_items), results in slice order;
     in forked processes when there are cores and items enough, else here."""
+    with started(work, n_items, min_per_worker=min_per_worker) as results:
+        return results()
+
+
+@contextlib.contextmanager
+def started(
+    work: Callable[[int, int, int], Any], n_items: int, *, min_per_worker: int = 200
+) -> Iterator[Callable[[], list[Any]]]:
+    """map_slices begun now: the worker processes work while this one goes on (the
+    report's summary, its CSV files); the call yielded waits for their results. Without
+    workers, the work is done here when the results are asked for. Leaving the block ends
+    the workers, done or not."""
     global _WORK
     n = min(workers(), n_items // min_per_worker)
     if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return [work(*s) for s in slices(n_items, 1)] if n_items else []
+        yield lambda: [work(*s) for s in slices(n_items, 1)] if n_items else []
+        return
     _WORK = work
     try:
         with multiprocessing.get_context("fork").Pool(n) as pool:
-            return pool.map(_call, slices(n_items, n))
+            pending = pool.map_async(_call, slices(n_items, n))
+            yield pending.get
     finally:
         _WORK = None

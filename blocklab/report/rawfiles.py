@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -20,43 +21,48 @@ def copy_raw(results: Path, raw_dir: str, dest: Path, href_base: str) -> list[di
     if src is None:
         return []
     out = []
-    for rel, p in _regular_files(src):
-        size = p.stat().st_size
+    for rel, path, size in _regular_files(str(src)):
         entry = {"name": rel, "href": f"{href_base}/{rel}", "size": size, "note": ""}
         if size > MAX_RAW_FILE_BYTES:
             entry.update(
-                href=p.as_uri(), note="too large to copy into the site; links the original"
+                href=Path(path).as_uri(),
+                note="too large to copy into the site; links the original",
             )
         else:
-            _link_or_copy(p, dest / rel)
+            _link_or_copy(path, os.path.join(dest, rel))
         out.append(entry)
     return out
 
 
-def _regular_files(src: Path) -> list[tuple[str, Path]]:
-    """(relative posix path, path) of the regular files under `src`, sorted; symlinks are
-    neither followed nor listed."""
+def _regular_files(src: str) -> list[tuple[str, str, int]]:
+    """(relative posix path, path, size) of the regular files under `src`, sorted; symlinks
+    are neither followed nor listed (one lstat a file: thousands of runs a site)."""
     found = []
     for dirpath, dirnames, filenames in os.walk(src):
-        rel_dir = Path(dirpath).relative_to(src)
+        rel_dir = os.path.relpath(dirpath, src)
         for name in [*dirnames, *filenames]:
-            p = Path(dirpath, name)
-            if not p.is_symlink() and p.is_file():
-                found.append(((rel_dir / name).as_posix(), p))
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+            except OSError:  # gone meanwhile
+                continue
+            if stat.S_ISREG(st.st_mode):
+                rel = name if rel_dir == "." else f"{Path(rel_dir).as_posix()}/{name}"
+                found.append((rel, path, st.st_size))
     return sorted(found, key=lambda f: f[0])
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
+def _link_or_copy(src: str, dst: str) -> None:
     """Hard-link `src` at `dst` (replacing a file there), else copy it."""
     for _ in range(3):
         try:
             os.link(src, dst)
             return
         except FileNotFoundError:
-            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
         except FileExistsError:
-            dst.unlink()
+            os.unlink(dst)
         except OSError:
             break
-    dst.unlink(missing_ok=True)
+    Path(dst).unlink(missing_ok=True)
     shutil.copyfile(src, dst)

@@ -15,10 +15,12 @@ an experiment-wide file: at 10,000 runs those copies were 51 MB of a 196 MB site
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -206,9 +208,10 @@ def _generate(db: ResultsStore, results: Path, w: Writer, *, fresh: bool) -> tup
     _unique_slugs(exps)
     summaries = {}
     for exp in exps:
-        summaries[exp.slug] = explain.summary_of(db, exp, fresh=fresh)  # `blocklab summary`
-        exp.stationarity = data.drift_notes(summaries[exp.slug].stationarity)
-        write_experiment(w, db, results, exp, summaries[exp.slug])
+        with run_pages_started(w, db, results, exp) as pages:  # in workers, meanwhile:
+            summaries[exp.slug] = explain.summary_of(db, exp, fresh=fresh)  # `blocklab summary`
+            exp.stationarity = data.drift_notes(summaries[exp.slug].stationarity)
+            write_experiment(w, db, exp, summaries[exp.slug], pages)
     w.page(
         "index.html",
         "index.html",
@@ -280,13 +283,25 @@ def run_digest(exp: ExperimentView, run: RunView, variant: VariantView) -> str:
     )
 
 
-def write_experiment(
-    w: Writer, db: ResultsStore, results: Path, exp: ExperimentView, summary: ExperimentSummary
-) -> None:
-    """The experiment's pages and files; a run whose inputs are unchanged keeps its page.
-    `summary`: the throughput summary of `blocklab summary`, the page's answer."""
+@dataclass(frozen=True)
+class RunPages:
+    """An experiment's run pages: each run's digest, whether its page is kept, the old
+    manifest's entries, and the results of the pages being written (tps, writer state)."""
+
+    digests: list[str]
+    kept: list[bool]
+    old: dict[int, manifest.RunEntry]
+    results: Callable[[], list[tuple[Tps, WriterState]]]
+
+
+@contextlib.contextmanager
+def run_pages_started(
+    w: Writer, db: ResultsStore, results: Path, exp: ExperimentView
+) -> Iterator[RunPages]:
+    """The run pages whose inputs changed, begun in worker processes (parallel.started)
+    while this one writes the experiment's other pages; a run whose inputs are unchanged
+    keeps its page."""
     base = f"e/{exp.slug}"
-    labels = {v.variant_id: v.label or v.variant_id for v in exp.variants}
     variants = {v.variant_id: v for v in exp.variants}
     old = w.old.runs_of(exp.slug)
     digests = [run_digest(exp, r, variants[r.variant_id]) for r in exp.runs]
@@ -308,20 +323,40 @@ def write_experiment(
                 store.close()
         return got, ({}, set(), 0, 0) if alone else w.state()
 
+    with parallel.started(work, len(todo)) as got:
+        yield RunPages(digests, kept, old, got)
+
+
+def _run_pages_done(
+    w: Writer, exp: ExperimentView, pages: RunPages
+) -> tuple[Tps, list[manifest.RunEntry]]:
+    """The written run pages' tps series, and every run's manifest entry."""
     tps: Tps = {}
-    for got, state in parallel.map_slices(work, len(todo)):
+    for got, state in pages.results():
         tps.update(got)
         w.merge(state)
     entries = [
-        old[r.id] if k else _entry(r.id, d, tps[r.id])
-        for r, d, k in zip(exp.runs, digests, kept, strict=True)
+        pages.old[r.id] if k else _entry(r.id, d, tps[r.id])
+        for r, d, k in zip(exp.runs, pages.digests, pages.kept, strict=True)
     ]
     w.new.experiments[exp.slug] = entries
+    return tps, entries
+
+
+def write_experiment(
+    w: Writer, db: ResultsStore, exp: ExperimentView, summary: ExperimentSummary, pages: RunPages
+) -> None:
+    """The experiment's pages and files, the run pages' (`pages`) waited for when their
+    throughput is needed. `summary`: the throughput summary of `blocklab summary`, the
+    page's answer."""
+    base = f"e/{exp.slug}"
+    labels = {v.variant_id: v.label or v.variant_id for v in exp.variants}
     has_queries = write_queries(w, db, exp.name, exp.slug)
+    write_runs_csv(w, db, exp)
+    tps, entries = _run_pages_done(w, exp, pages)
     extras, plot_data = explain.experiment_extras(db, exp, summary, tps)
     w.put(f"{base}/plots.js", explain.plots_script(plot_data))
     write_runs_lists(w, exp, labels, has_queries=has_queries, extras=extras)
-    write_runs_csv(w, db, exp)
     write_grid(w, db, exp, entries, tps)
 
 
@@ -376,7 +411,8 @@ def write_runs_lists(
     """The experiment page, with its runs inline up to RUNS_PER_PAGE runs, else on
     runs-<n>.html pages of RUNS_PER_PAGE runs each (the page then lists the variants)."""
     base = f"e/{exp.slug}"
-    by_variant = {v.variant_id: exp.runs_of(v.variant_id) for v in exp.variants}
+    grouped = exp.runs_by_variant()
+    by_variant = {v.variant_id: grouped[v.variant_id] for v in exp.variants}
     pages = paginate([(v, by_variant[v.variant_id]) for v in exp.variants], RUNS_PER_PAGE)
     paged = len(pages) > 1
     first_page = {}

@@ -29,6 +29,7 @@ class Writer:
         self.old = old
         self.new = manifest.Manifest(old.version)
         self.env = _environment()
+        self.templates: dict[str, jinja2.Template] = {}
         self.written = self.kept = 0
         self.files: set[str] = {MARKER, manifest.MANIFEST}
         self.other_bytes = 0
@@ -45,7 +46,9 @@ class Writer:
         depth = rel.count("/")
         ctx = {"root": "../" * depth, "version": __version__, "charts": True}
         ctx.update(context)
-        self.put(rel, self.env.get_template(template).render(**ctx))
+        if template not in self.templates:  # looked up once a build, not once a page
+            self.templates[template] = self.env.get_template(template)
+        self.put(rel, self.templates[template].render(**ctx))
 
     def put(self, rel: str, text: str) -> None:
         """Write `rel` unless it already holds exactly `text`."""
