@@ -266,10 +266,17 @@ def test_last_second_is_not_the_exit_flush(paths: Paths, pg18_8k: Installation) 
     for counter in ("blks_hit", "xact_commit", "n_tup_hot_upd"):
         values = [v or 0.0 for _, v in s[f"{counter}_per_s"]]
         assert len(values) >= 5, values
-        median = statistics.median(values[1:-1])
-        assert values[-1] < 1.6 * median, (counter, values)
+        median, busiest = statistics.median(values[1:-1]), max(values[1:-1])
         (t_final, final), *rest = s[f"{counter}_final_flush"]
         assert rest == [] and final is not None and final > 0
+        # The backends' exit flush (about half a second of their work) is the final flush,
+        # not the last second: the last second is no spike against the run's other seconds
+        # (on a machine loaded by builds those vary widely: 19,550 to 38,434 blocks hit a
+        # second in one CI run). Unless the last 1 Hz tick fell between pgbench's exit and
+        # end(): then that tick read the flush, and the final interval holds almost nothing
+        # but the probe's own session.
+        if final >= 0.1 * median:
+            assert values[-1] < max(1.6 * median, 1.25 * busiest), (counter, values, final)
         assert t_final > s[f"{counter}_per_s"][-1][0]
         total = integral(s[f"{counter}_per_s"]) + final
         view_delta = after[counter] - before[counter]
