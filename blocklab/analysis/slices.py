@@ -35,8 +35,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import fmean
 
-from blocklab.analysis.stats import Comparison, compare_paired, stdev, t_quantile
+from blocklab.analysis.stats import Comparison, compare_paired, t_half
 
 ABBA = (False, True, True, False)  # off, on, on, off
 BAAB = (True, False, False, True)
@@ -121,11 +122,11 @@ def probe_cpu_shares(
         shares.setdefault(members[0][0].probe, [])
         if any(p is None or t is None for _s, p, t in members):
             continue
-        total = _mean([t for _s, _p, t in members if t is not None])
+        total = fmean([t for _s, _p, t in members if t is not None])
         if total <= 0:
             continue
-        on = _mean([p for s, p, _t in members if s.on and p is not None])
-        off = _mean([p for s, p, _t in members if not s.on and p is not None])
+        on = fmean([p for s, p, _t in members if s.on and p is not None])
+        off = fmean([p for s, p, _t in members if not s.on and p is not None])
         shares[members[0][0].probe].append((on - off) / total * 100)
         added.setdefault(members[0][0].probe, []).append(on - off)
     return {p: _share(shares[p], added.get(p, [])) for p in sorted(shares)}
@@ -135,11 +136,10 @@ def _share(pct: list[float], added_s: list[float]) -> CpuShare:
     n = len(pct)
     if n == 0:
         return CpuShare(0, None, None, None, None)
-    centre = _mean(pct)
     if n < 2:
-        return CpuShare(1, centre, None, None, added_s[0])
-    half = t_quantile(n - 1) * stdev(pct) / math.sqrt(n)
-    return CpuShare(n, centre, centre - half, centre + half, _mean(added_s))
+        return CpuShare(1, pct[0], None, None, added_s[0])
+    centre, half = t_half(pct)
+    return CpuShare(n, centre, centre - half, centre + half, fmean(added_s))
 
 
 def slice_tps(
@@ -165,10 +165,6 @@ def slice_growth(at_bound: Mapping[int, float], n_slices: int) -> list[float | N
         begin, end = at_bound.get(i), at_bound.get(i + 1)
         out.append(None if begin is None or end is None else end - begin)
     return out
-
-
-def _mean(values: Sequence[float]) -> float:
-    return math.fsum(values) / len(values)
 
 
 def _geomean(values: Sequence[float]) -> float:

@@ -184,15 +184,15 @@ def summarize(
 def _value_interval(xs: list[float], at_most: float | None) -> tuple[str, tuple[float, float]]:
     """(what the interval is of, (low, high)) for n >= 2 values."""
     if min(xs) > 0 and at_most is None:
-        centre, half = _t_half([math.log(x) for x in xs], CONFIDENCE)
+        centre, half = t_half([math.log(x) for x in xs], CONFIDENCE)
         return GEOMETRIC_MEAN, (math.exp(centre - half), math.exp(centre + half))
-    centre, half = _t_half(xs, CONFIDENCE)
+    centre, half = t_half(xs, CONFIDENCE)
     low, high = centre - half, centre + half
     low = max(low, 0.0) if min(xs) >= 0 else low
     return MEAN, (low, high if at_most is None else min(high, at_most))
 
 
-def _t_half(xs: Sequence[float], confidence: float) -> tuple[float, float]:
+def t_half(xs: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
     """(mean, half-width of its t interval) for n >= 2 values."""
     n = len(xs)
     return statistics.fmean(xs), t_quantile(n - 1, confidence) * stdev(xs) / math.sqrt(n)

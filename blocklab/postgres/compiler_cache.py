@@ -41,9 +41,9 @@ def wanted(shares_objects: bool, environ: Mapping[str, str] = os.environ) -> boo
     return setting == "1" or (setting != "0" and shares_objects)
 
 
-def available(links_dir: Path = LINKS_DIR, environ: Mapping[str, str] = os.environ) -> bool:
-    """ccache's compiler links exist and the user has not turned it off."""
-    return environ.get(OFF_VARIABLE, "1") != "0" and (links_dir / "gcc").exists()
+def available(links_dir: Path = LINKS_DIR) -> bool:
+    """ccache's compiler links exist (Debian's ccache is installed)."""
+    return (links_dir / "gcc").exists()
 
 
 def build_env(
@@ -58,7 +58,7 @@ def build_env(
     cache in `cache_dir`, paths under `work_dir` hashed as relative ones (each build
     compiles in a directory of its own). Empty when ccache is not available or the build
     is not `wanted`."""
-    if not (wanted(shares_objects, environ) and available(links_dir, environ)):
+    if not (wanted(shares_objects, environ) and available(links_dir)):
         return {}
     path = environ.get("PATH", os.defpath)
     return {
