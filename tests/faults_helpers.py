@@ -16,6 +16,7 @@ from blocklab import proc
 from blocklab.paths import Paths, ensure_dir
 from blocklab.state import State
 from blocklab.storage.cleanup import release_all
+from blocklab.workloads.execution import DRIVER_DIR_PREFIX
 
 
 def own_home(paths: Paths, tag: str) -> Path:
@@ -63,7 +64,8 @@ def integrity_ok(results: Path) -> bool:
 
 def leftovers(home: Path) -> dict[str, list[str]]:
     """Servers (processes whose cwd is under `home`), mounts and loop devices of `home`,
-    and what its state file still records."""
+    drivers' working directories in home/tmp (a test's TMPDIR: own_tmp), and what its
+    state file still records."""
     servers = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -79,8 +81,10 @@ def leftovers(home: Path) -> dict[str, list[str]]:
             servers.append(f"{exe} PID {entry.name}")
     mounts = [ln for ln in Path("/proc/mounts").read_text().splitlines() if str(home) in ln]
     loops = [ln for ln in proc.run(["losetup", "-a"]).stdout.splitlines() if str(home) in ln]
+    drivers = [str(p) for p in (home / "tmp").glob(f"{DRIVER_DIR_PREFIX}*")]
     state = [f"{e.kind} {e.ident}" for e in State(home / "state.json").entries()]
-    found = {"servers": servers, "mounts": mounts, "loops": loops, "state": state}
+    found = {"servers": servers, "mounts": mounts, "loops": loops, "drivers": drivers}
+    found["state"] = state
     return {k: v for k, v in found.items() if v}
 
 

@@ -295,7 +295,12 @@ def run_slice(
     raw_dir = server.raw_dir if logged else None
     argv = driver.command(c.inst, ep, t.variant.workload, raw_dir=raw_dir, duration_s=seconds)
     res = execute(
-        argv, server.raw_dir, stem, timeout_s=seconds + SLICE_GRACE_S, server_alive=c.alive
+        argv,
+        server.raw_dir,
+        stem,
+        timeout_s=seconds + SLICE_GRACE_S,
+        server_alive=c.alive,
+        state=c.state,
     )
     server.provenance.update(driver_uid=res.uid, driver_role=ep.user)
     runner.save_output(server.raw_dir, stem, argv, res.exit_code)

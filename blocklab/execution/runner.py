@@ -230,6 +230,7 @@ def _lead_in(target: RunTarget, acc: RunState) -> bool:
         "lead-in",
         timeout_s=bound_s + WORKLOAD_GRACE_S,
         server_alive=c.alive,
+        state=c.state,
         stop_when=lambda: cycles.opening(tail.checkpoints(), begin) is not None,
     )
     acc.timed("lead_in_s", t0)
@@ -258,7 +259,12 @@ def _steady_warmup(target: RunTarget, acc: RunState) -> bool:
         stem = f"warmup-{len(chunks) + 1}"  # each chunk's output in files of its own
         before, t0 = _wal_counters(c), time.monotonic()
         res = execute(
-            argv, acc.raw_dir, stem, timeout_s=seconds + WORKLOAD_GRACE_S, server_alive=c.alive
+            argv,
+            acc.raw_dir,
+            stem,
+            timeout_s=seconds + WORKLOAD_GRACE_S,
+            server_alive=c.alive,
+            state=c.state,
         )
         elapsed = time.monotonic() - t0
         chunks.append(stem)
@@ -365,7 +371,12 @@ def _warmup(target: RunTarget, acc: RunState) -> bool:
     t0 = time.monotonic()
     faults.step("warmup")
     res = execute(
-        argv, acc.raw_dir, "warmup", timeout_s=w.warmup_s + WORKLOAD_GRACE_S, server_alive=c.alive
+        argv,
+        acc.raw_dir,
+        "warmup",
+        timeout_s=w.warmup_s + WORKLOAD_GRACE_S,
+        server_alive=c.alive,
+        state=c.state,
     )
     acc.timed("warmup_s", t0)
     save_output(acc.raw_dir, "warmup", argv, res.exit_code)
@@ -420,6 +431,7 @@ def _measure(target: RunTarget, acc: RunState) -> None:
         driver.name,
         timeout_s=duration_s + WORKLOAD_GRACE_S,
         server_alive=c.alive,
+        state=c.state,
         stop_when=stop_when,
     )
     acc.workload_s = res.elapsed_s

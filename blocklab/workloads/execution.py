@@ -15,14 +15,18 @@ as; the uid it ran as is read back from /proc (`Execution.uid`) for the run's pr
 It writes only into a temporary directory of its own (its working directory), whose
 regular files root then copies into the run's raw files (DRIVER_DIR): the raw directory
 stays root's and need not be reachable by the driver's user, so nothing the driver does
-can redirect a file root writes there.
+can redirect a file root writes there. That directory is recorded in the State before it
+is made (blocklab.storage.made_dirs): a blocklab killed while a driver runs leaves it to
+`blocklab cleanup` or the next run, like a server or a mount.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -35,10 +39,13 @@ from blocklab import proc
 from blocklab.errors import RunError
 from blocklab.paths import untraversable
 from blocklab.postgres.cluster import server_user
+from blocklab.state import State
+from blocklab.storage import made_dirs
 
 SERVER_GONE_GRACE_S = 15.0
 POLL_S = 0.5
 DRIVER_DIR = "driver"  # in a run's raw directory: the files the driver wrote
+DRIVER_DIR_PREFIX = "blocklab-driver-"  # its working directory in TMPDIR, then a random part
 
 
 def driver_user() -> proc.User:
@@ -53,12 +60,15 @@ def driver_user() -> proc.User:
 
 
 @contextmanager
-def driver_dir(raw_dir: Path, user: proc.User) -> Iterator[Path]:
+def driver_dir(raw_dir: Path, user: proc.User, state: State) -> Iterator[Path]:
     """A fresh directory of `user`'s in the system's temporary directory: the driver's
     working directory, the only place it writes (pgbench's per-transaction logs: a relative
     --log-prefix). Afterwards root copies its regular files, never a symlink, into
     raw_dir/DRIVER_DIR (root's) and removes it: the results directory need not be open
-    to the driver's user, and nothing the driver leaves can redirect a write of root's."""
+    to the driver's user, and nothing the driver leaves can redirect a write of root's.
+    The files are read through the directory opened when it was made, so a driver that
+    moves it away and leaves a symlink under its name makes root read nothing else.
+    It is recorded in `state` before it is made, and dropped from it once removed."""
     base = Path(tempfile.gettempdir())
     blocked = untraversable(base, user.uid, user.gid)
     if blocked is not None:
@@ -66,28 +76,50 @@ def driver_dir(raw_dir: Path, user: proc.User) -> Iterator[Path]:
             f"TMPDIR: the driver's user {user.name!r} cannot enter {blocked}; allowed: a "
             "temporary directory every user may traverse (/tmp)"
         )
-    work = Path(tempfile.mkdtemp(prefix="blocklab-driver-", dir=base))
+    work = base / f"{DRIVER_DIR_PREFIX}{secrets.token_hex(6)}"
+    made = made_dirs.make_dir(work, state, key="TMPDIR", purpose="a driver's working dir")
     try:
-        os.chown(work, user.uid, user.gid)
+        dir_fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except BaseException:
+        _remove(work, made, state)
+        raise
+    try:
+        os.fchmod(dir_fd, 0o700)
+        os.fchown(dir_fd, user.uid, user.gid)
         yield work
     finally:
-        _collect(work, raw_dir / DRIVER_DIR)
-        shutil.rmtree(work, ignore_errors=True)
+        try:
+            _collect(dir_fd, raw_dir / DRIVER_DIR)
+        finally:
+            os.close(dir_fd)
+            _remove(work, made, state)
 
 
-def _collect(work: Path, dest: Path) -> None:
-    """Copy the regular files directly in `work` into `dest` (made when there are any),
-    each opened without following a symlink."""
-    for entry in os.scandir(work):
+def _remove(work: Path, made: dict[str, object], state: State) -> None:
+    """Delete the driver's directory when its name is still the directory made (its user
+    owns it, so it can rename it: whatever is under the name then is left alone)."""
+    try:
+        made_dirs.remove_dir(work, made, state)
+    except made_dirs.LeftAlone:
+        pass
+
+
+def _collect(dir_fd: int, dest: Path) -> None:
+    """Copy the regular files directly in the directory `dir_fd` into `dest` (made when
+    there are any), each opened without following a symlink or waiting on a FIFO."""
+    for entry in os.scandir(dir_fd):
         if not entry.is_file(follow_symlinks=False):
             continue
         try:
-            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(entry.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
         except OSError:
             continue
-        dest.mkdir(mode=0o755, exist_ok=True)
-        with os.fdopen(fd, "rb") as src, open(dest / entry.name, "wb") as out:
-            shutil.copyfileobj(src, out)
+        with os.fdopen(fd, "rb") as src:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since scandir looked
+                continue
+            dest.mkdir(mode=0o755, exist_ok=True)
+            with open(dest / entry.name, "wb") as out:
+                shutil.copyfileobj(src, out)
 
 
 def run_driver(argv: Sequence[str], *, timeout_s: float) -> proc.Result:
@@ -113,16 +145,18 @@ def execute(
     *,
     timeout_s: float,
     server_alive: Callable[[], bool],
+    state: State,
     grace_s: float = SERVER_GONE_GRACE_S,
     stop_when: Callable[[], bool] | None = None,
     stop_signal: int = signal.SIGALRM,
 ) -> Execution:
-    """Run `argv` with stdout and stderr in raw_dir/STEM.stdout and .stderr."""
+    """Run `argv` with stdout and stderr in raw_dir/STEM.stdout and .stderr, in a working
+    directory recorded in `state` (the server's: blocklab.postgres.cluster.Cluster.state)."""
     out, err = raw_dir / f"{stem}.stdout", raw_dir / f"{stem}.stderr"
     for p in (out, err):
         p.unlink(missing_ok=True)
     user = driver_user()
-    with driver_dir(raw_dir, user) as work:
+    with driver_dir(raw_dir, user, state) as work:
         t0 = time.monotonic()
         child = proc.spawn(argv, stdout_path=out, stderr_path=err, user=user, cwd=work)
         uid = proc.process_uid(child.pid)  # not reaped yet: a zombie still says

@@ -20,7 +20,7 @@ from faults_helpers import (
 )
 
 from blocklab import faults
-from blocklab.paths import Paths
+from blocklab.paths import Paths, ensure_dir
 
 pytestmark = [pytest.mark.build, pytest.mark.root, pytest.mark.faults]
 
@@ -63,8 +63,8 @@ LEFT_BEHIND = {
     "provision": {"loops"},
     "dataset_load": {"servers", "mounts", "loops"},
     "server_start": {"mounts", "loops"},
-    "warmup": {"servers", "mounts", "loops"},
-    "measure": {"servers", "mounts", "loops"},
+    "warmup": {"servers", "mounts", "loops", "drivers"},
+    "measure": {"servers", "mounts", "loops", "drivers"},
 }
 
 
@@ -73,13 +73,14 @@ def test_kill_at_every_step_then_run_again(paths: Paths, pg18_8k) -> None:  # ty
     home = own_home(paths, "kill")
     exp = home / "x.toml"
     exp.write_text(EXPERIMENT)
+    tmp = ensure_dir(home / "tmp")  # TMPDIR: the drivers' working directories are seen
     results = home / "results"
     run = ("run", str(exp), "--results", str(results), "--quiet")
     tried = []
     try:
         for i, (step, delay_s) in enumerate(KILL_AT.items()):
             spec = f"{step}+{delay_s}" if delay_s else step
-            r = blocklab(*run, env=env_for(home, paths, BLOCKLAB_KILL_AT=spec))
+            r = blocklab(*run, env=env_for(home, paths, TMPDIR=str(tmp), BLOCKLAB_KILL_AT=spec))
             assert r.returncode == -9, f"{spec}: not killed ({r.returncode})\n{r.stderr}"
             tried.append(spec)
             runs = stored_runs(results)
@@ -93,10 +94,10 @@ def test_kill_at_every_step_then_run_again(paths: Paths, pg18_8k) -> None:  # ty
             assert LEFT_BEHIND.get(step, set()) <= set(left), (spec, left)
             assert not (set(left) - {"state"}) or left.get("state"), (spec, left)
             if i % 2 == 0:
-                c = blocklab("cleanup", env=env_for(home, paths))
+                c = blocklab("cleanup", env=env_for(home, paths, TMPDIR=str(tmp)))
                 assert c.returncode == 0, c.stdout + c.stderr
                 assert nothing_left(home) == {}, spec
-        final = blocklab(*run, env=env_for(home, paths))
+        final = blocklab(*run, env=env_for(home, paths, TMPDIR=str(tmp)))
         assert final.returncode == 0, final.stdout + final.stderr
         runs = stored_runs(results)
         assert [(s, n) for _, n, s, _ in runs] == [("ok", 1)], runs

@@ -7,8 +7,13 @@ user could not reach it)."""
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
+import shutil
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -17,6 +22,8 @@ import pytest
 
 from blocklab import proc
 from blocklab.paths import Paths, ensure_dir
+from blocklab.state import State
+from blocklab.storage.cleanup import release_all
 from blocklab.workloads.execution import DRIVER_DIR, driver_user, execute, run_driver
 
 
@@ -26,13 +33,17 @@ def raw(paths: Paths) -> Path:
     return ensure_dir(paths.home / "execution" / uuid.uuid4().hex[:8])
 
 
+def _state(raw: Path) -> State:
+    return State(raw / "state.json")
+
+
 # a "driver" that prints, starts a child in its own process group, and hangs
 HANGING = ["sh", "-c", "echo started; echo oops >&2; sleep 300 & echo $! > child.pid; wait"]
 
 
 def test_exit_code_and_output_in_the_raw_files(raw: Path) -> None:
     res = execute(["sh", "-c", "echo out; echo err >&2; exit 3"], raw, "x",
-                  timeout_s=60, server_alive=lambda: True)  # fmt: skip
+                  timeout_s=60, server_alive=lambda: True, state=_state(raw))  # fmt: skip
     assert (res.exit_code, res.stdout, res.stderr, res.ended) == (3, "out\n", "err\n", "")
     assert (raw / "x.stdout").read_text() == "out\n"
 
@@ -47,7 +58,8 @@ def test_the_driver_runs_unprivileged_in_its_own_directory(raw: Path) -> None:
         f"id -u; pwd; echo data > mine; ln -s /etc/shadow secret; "
         f"touch {raw}/theirs 2>/dev/null || echo refused"
     )
-    res = execute(["sh", "-c", script], raw, "x", timeout_s=60, server_alive=lambda: True)
+    res = execute(["sh", "-c", script], raw, "x", timeout_s=60, server_alive=lambda: True,
+                  state=_state(raw))  # fmt: skip
     assert res.exit_code == 0, res.stderr
     assert res.uid == user.uid != 0
     uid_said, cwd, refused = res.stdout.split()
@@ -62,13 +74,15 @@ def test_the_driver_runs_unprivileged_in_its_own_directory(raw: Path) -> None:
 def test_a_raw_directory_closed_to_the_driver_still_gets_its_files(raw: Path) -> None:
     closed = ensure_dir(raw / "closed")
     os.chmod(closed, 0o700)
-    res = execute(["sh", "-c", "echo x > f"], closed, "x", timeout_s=60, server_alive=lambda: True)
+    res = execute(["sh", "-c", "echo x > f"], closed, "x", timeout_s=60,
+                  server_alive=lambda: True, state=_state(raw))  # fmt: skip
     assert res.exit_code == 0 and (closed / DRIVER_DIR / "f").read_text() == "x\n"
 
 
 def test_a_driver_outliving_its_server_is_ended_with_its_group(raw: Path) -> None:
     t0 = time.monotonic()
-    res = execute(HANGING, raw, "x", timeout_s=600, server_alive=lambda: False, grace_s=1.0)
+    res = execute(HANGING, raw, "x", timeout_s=600, server_alive=lambda: False, grace_s=1.0,
+                  state=_state(raw))  # fmt: skip
     assert res.exit_code is None and "after the server died" in res.ended
     assert time.monotonic() - t0 < 300  # not the child's sleep, not the timeout
     assert res.stdout == "started\n" and res.stderr == "oops\n"
@@ -80,6 +94,73 @@ def test_a_driver_outliving_its_server_is_ended_with_its_group(raw: Path) -> Non
 
 
 def test_a_driver_over_its_time_is_ended(raw: Path) -> None:
-    res = execute(["sleep", "300"], raw, "x", timeout_s=1, server_alive=lambda: True)
+    res = execute(["sleep", "300"], raw, "x", timeout_s=1, server_alive=lambda: True,
+                  state=_state(raw))  # fmt: skip
     assert res.exit_code is None and res.ended.startswith("timed out after 1 s")
     assert os.path.exists(raw / "x.stderr")
+
+
+def test_the_working_directory_is_in_the_state_while_the_driver_runs(raw: Path) -> None:
+    """Recorded before it is made, with the device and inode it got; gone from both the
+    file system and the state after."""
+    script = f"pwd; cat {raw}/state.json"
+    res = execute(["sh", "-c", script], raw, "x", timeout_s=60, server_alive=lambda: True,
+                  state=_state(raw))  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    cwd, recorded = res.stdout.split("\n", 1)
+    (entry,) = json.loads(recorded)
+    assert (entry["kind"], entry["ident"], entry["info"]["made"]) == ("tempdir", cwd, True)
+    assert entry["owner_pid"] == os.getpid()
+    assert not Path(cwd).exists() and _state(raw).entries() == []
+
+
+KILLED = """
+import os, signal, sys
+from pathlib import Path
+from blocklab.state import State
+from blocklab.workloads.execution import driver_dir, driver_user
+with driver_dir(Path(sys.argv[1]), driver_user(), State(Path(sys.argv[2]))) as work:
+    (work / "log").write_text("x")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_blocklab_leaves_the_working_directory_to_cleanup(raw: Path) -> None:
+    """SIGKILLed while a driver's directory exists: the state still names it, and what
+    `blocklab cleanup` (or the next run) releases removes it."""
+    state = _state(raw)
+    done = subprocess.run([sys.executable, "-c", KILLED, str(raw), str(state.path)])
+    assert done.returncode == -signal.SIGKILL
+    (entry,) = state.entries()
+    work = Path(entry.ident)
+    try:
+        assert (entry.kind, entry.info["made"]) == ("tempdir", True) and work.is_dir()
+        assert work.stat().st_uid == driver_user().uid
+        (released,) = release_all(state)
+        assert released == f"directory {work}" and not work.exists()
+        assert state.entries() == []
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_driver_that_swaps_its_directory_for_a_symlink_gets_nothing(
+    raw: Path, tmp_path: Path
+) -> None:
+    """The driver's user owns its directory, so it can move it away and leave a symlink
+    to a directory of root's under its name. Root then neither copies from nor deletes
+    through that symlink: the files come from the directory it made, the canary stays."""
+    secret = tmp_path / "root-only"
+    secret.mkdir(mode=0o700)
+    (secret / "canary").write_text("CANARY-SECRET")
+    script = f'd=$PWD; echo mine > f; cd /; mv "$d" "$d.moved"; ln -s {secret} "$d"; echo $d'
+    res = execute(["sh", "-c", script], raw, "x", timeout_s=60, server_alive=lambda: True,
+                  state=_state(raw))  # fmt: skip
+    work = Path(res.stdout.strip())
+    try:
+        assert res.exit_code == 0, res.stderr
+        assert sorted(os.listdir(raw / DRIVER_DIR)) == ["f"]  # from the moved directory
+        assert (secret / "canary").read_text() == "CANARY-SECRET"
+        assert work.is_symlink() and _state(raw).entries() == []  # left alone, forgotten
+    finally:
+        work.unlink(missing_ok=True)
+        shutil.rmtree(f"{work}.moved", ignore_errors=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from blocklab.paths import Paths, ensure_dir
+from blocklab.state import State
 from blocklab.workloads.execution import execute
 
 
@@ -40,6 +41,7 @@ def test_stop_when_ends_the_driver_cleanly(raw: Path) -> None:
         "child",
         timeout_s=30,
         server_alive=lambda: True,
+        state=State(raw / "state.json"),
         stop_when=lambda: time.monotonic() - t0 > 1.0,
     )
     assert res.exit_code == 0 and res.ended == ""
@@ -54,5 +56,6 @@ def test_without_stop_when_it_runs_on(raw: Path) -> None:
         "child",
         timeout_s=30,
         server_alive=lambda: True,
+        state=State(raw / "state.json"),
     )
     assert res.exit_code == 0 and res.stdout.splitlines() == ["started", "ran out"]
