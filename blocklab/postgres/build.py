@@ -30,6 +30,7 @@ from blocklab.paths import Paths, ensure_dir, tree_size_bytes
 from blocklab.postgres import (
     cluster,
     compiler_cache,
+    configure_cache,
     link_order,
     settings_catalogue,
     sources,
@@ -263,13 +264,15 @@ def _build(
         sources.apply_patches(tree, req.patches, log_path, log)
         argv = configure_argv(req, prefix, spec.version)
         env = compiler_cache.build_env(paths.cache / "ccache", work, shares_objects=shares_objects)
-        _compile_and_install(tree, argv, log_path, log, make_args(req), env)
+        shared = _shared_configure_cache(tree, argv, env, paths)
+        how = _compile_and_install(tree, argv, log_path, log, make_args(req), env, shared)
         make_readable(prefix)
         inst = _provisional(prefix, key, tree, spec, req)
         log("verifying: initdb, pg_controldata, start, SELECT, stop")
         verification = verify(inst, req, paths)
         manifest = _manifest(inst, spec, req, argv, verification, time.monotonic() - started)
         manifest["compiler_cache"] = compiler_cache.summary(env)
+        manifest["configure_cache"] = how
         _finish(prefix, manifest, log_path)
     except CommandError as e:
         remove_build(prefix)
@@ -290,6 +293,19 @@ def make_args(req: BuildRequest) -> list[str]:
     return [link_order.make_override(req.layout_seed)]
 
 
+def _shared_configure_cache(
+    tree: Path, argv: list[str], env: dict[str, str], paths: Paths
+) -> Path | None:
+    """The configure cache this build shares (blocklab.postgres.configure_cache), or None
+    when it is turned off."""
+    if not configure_cache.wanted():
+        return None
+    seen = {**os.environ, **env}
+    variables = {k: seen[k] for k in ("PATH", *COMPILER_VARIABLES) if k in seen}
+    name = configure_cache.key(tree / "configure", argv, variables, compiler_version())
+    return paths.cache / "configure" / name
+
+
 def _compile_and_install(
     tree: Path,
     argv: list[str],
@@ -297,9 +313,11 @@ def _compile_and_install(
     log: Log,
     extra: Sequence[str] = (),
     env: dict[str, str] | None = None,
-) -> None:
+    shared: Path | None = None,
+) -> str:
     """configure, make, make install and the contrib modules; `env` (a compiler cache's
-    variables, blocklab.postgres.compiler_cache) is given to every step."""
+    variables, blocklab.postgres.compiler_cache) is given to every step, `shared` is the
+    configure cache to start from and to leave. Returns how configure used it."""
     jobs = str(len(os.sched_getaffinity(0)))
     if env:
         log(f"compiler cache: ccache in {env['CCACHE_DIR']}")
@@ -319,11 +337,38 @@ def _compile_and_install(
             unset=MAKE_VARIABLES,
         )
 
-    step("configure: " + " ".join(argv[1:]), argv)
+    how = _configure(tree, argv, step, log, shared)
     step(f"make -j{jobs} (server and tools)", ["make", f"-j{jobs}", *extra])
     step("make install", ["make", "install", *extra])
     for name in CONTRIB:
         step(f"contrib/{name}", ["make", f"-j{jobs}", "-C", f"contrib/{name}", "install"])
+    return how
+
+
+def _configure(
+    tree: Path, argv: list[str], step: Callable[[str, list[str]], None], log: Log,
+    shared: Path | None,
+) -> str:  # fmt: skip
+    """configure, with the shared cache when there is one: "off", "started empty",
+    "answers reused" or "failed with the cache, ran without"."""
+    if shared is None:
+        step("configure: " + " ".join(argv[1:]), argv)
+        return "off"
+    cached = [argv[0], configure_cache.FLAG, *argv[1:]]
+    seeded = configure_cache.seed(tree, shared)
+    what = "configure (answers of an earlier build): " if seeded else "configure: "
+    try:
+        step(what + " ".join(cached[1:]), cached)
+        how = "answers reused" if seeded else "started empty"
+    except CommandError:
+        if not seeded:
+            raise
+        log(f"configure failed with the cache {shared}; again without it")
+        configure_cache.forget(tree)
+        step("configure: " + " ".join(cached[1:]), cached)
+        how = "failed with the cache, ran without"
+    configure_cache.publish(tree, shared)
+    return how
 
 
 def make_readable(prefix: Path) -> None:
