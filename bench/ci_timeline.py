@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -36,14 +37,24 @@ def _worker() -> str:
     return os.environ.get("PYTEST_XDIST_WORKER", "")
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its children it (or they) waited for: a test's
+    blocklab commands, pgbench, servers blocklab started; not the background builds."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def pytest_runtest_logstart(nodeid: str, location: object) -> None:
     if _worker():
-        _write({"ev": "start", "id": nodeid, "t": time.time(), "w": _worker()})
+        _write({"ev": "start", "id": nodeid, "t": time.time(), "w": _worker(), "cpu_s": _cpu_s()})
 
 
 def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
     if _worker():
-        _write({"ev": "end", "id": nodeid, "t": time.time(), "w": _worker()})
+        _write({"ev": "end", "id": nodeid, "t": time.time(), "w": _worker(), "cpu_s": _cpu_s()})
 
 
 def _cpu_counters() -> tuple[int, int]:
@@ -71,14 +82,18 @@ def summary(events: list[dict[str, Any]]) -> list[str]:
     if not tests:
         return ["no test events"]
     t0 = min(e["t"] for e in tests)
-    open_at: dict[tuple[str, str], float] = {}
+    open_at: dict[tuple[str, str], dict[str, Any]] = {}
     spans: list[tuple[str, float, float, str]] = []
+    cpu: list[tuple[float, str]] = []
     for e in tests:
         key = (e["id"], e["w"])
         if e["ev"] == "start":
-            open_at[key] = e["t"]
+            open_at[key] = e
         elif key in open_at:
-            spans.append((e["w"], open_at.pop(key) - t0, e["t"] - t0, e["id"]))
+            began = open_at.pop(key)
+            spans.append((e["w"], began["t"] - t0, e["t"] - t0, e["id"]))
+            if "cpu_s" in e and "cpu_s" in began:
+                cpu.append((e["cpu_s"] - began["cpu_s"], e["id"]))
     lines = [f"session: {(max(s[2] for s in spans)) / 60:.1f} min from the first test"]
     busy: dict[str, float] = defaultdict(float)
     last: dict[str, float] = defaultdict(float)
@@ -90,6 +105,14 @@ def summary(events: list[dict[str, Any]]) -> list[str]:
     lines.append("longest tests (start min, seconds):")
     for w, start, end, nodeid in sorted(spans, key=lambda s: s[1] - s[2])[:15]:
         lines.append(f"  {start / 60:5.1f} {end - start:6.0f} s  {w}  {nodeid}")
+    if cpu:
+        total = sum(c for c, _ in cpu)
+        lines.append(
+            f"CPU of the test processes and the children they waited for: {total / 60:.1f} min;"
+            " the most:"
+        )
+        for c, nodeid in sorted(cpu, reverse=True)[:15]:
+            lines.append(f"  {c:6.0f} s  {nodeid}")
     lines += _cpu_lines([e for e in events if e["ev"] == "cpu"], t0)
     return lines
 
