@@ -47,11 +47,26 @@ from blocklab.postgres.throwaway import log_tail
 
 Log = Callable[[str], None]
 
-RECIPE_VERSION = 1  # bump when the build steps change what gets installed
+RECIPE_VERSION = 2  # bump when the build steps change what gets installed
 MARKER_NAME = ".blocklab-complete"
 BUILD_LOG_NAME = "blocklab-build.log"
 CONTRIB = ("pageinspect", "pgstattuple")
 TOOLS = ("postgres", "initdb", "pg_ctl", "pg_controldata", "pg_waldump", "psql", "pgbench")
+# What a build compiles and installs (recipe 2): the server with what initdb and a session
+# load (encoding conversions, snowball stemmers, PL/pgSQL, time zones, the replication
+# modules), libpq, the tools blocklab runs, pg_dump/pg_restore (a user's dump), pg_config,
+# pg_resetwal and pg_test_fsync; not ecpg, the other client programs or the regression
+# drivers (recipe 1, the top-level make, built those too).
+COMPILED = (
+    "src/backend", "src/backend/utils/mb/conversion_procs", "src/backend/snowball",
+    "src/backend/replication/libpqwalreceiver", "src/backend/replication/pgoutput",
+    "src/timezone", "src/pl", "src/interfaces/libpq",
+    *(f"src/bin/{t}" for t in TOOLS[1:]), "src/bin/pg_dump", "src/bin/pg_config",
+    "src/bin/pg_resetwal", "src/bin/pg_test_fsync",
+)  # fmt: skip
+# installed as the top-level make install did, for extensions built against the install
+INSTALLED_TOO = ("src/include", "src/port", "src/common", "src/makefiles", "config")
+LLVM_DIR = "src/backend/jit/llvm"  # compiled too when configured --with-llvm
 LIBURING_SINCE_MAJOR = 18  # --with-liburing (io_method = io_uring) exists from 18
 # A parent make (the README's `make demo`) exports these; PostgreSQL's Makefile.global
 # generates its headers only at MAKELEVEL 0, so a build must never inherit them.
@@ -325,7 +340,8 @@ def _compile_and_install(
             f.write(f"compiler cache: ccache in {env['CCACHE_DIR']}\n")
 
     def step(what: str, cmd: list[str]) -> None:
-        log(what)
+        if what:
+            log(what)
         with open(log_path, "a") as f:
             f.write(f"\n$ {' '.join(cmd)}\n")
         proc.run(  # at the niceness blocklab was started with, also in its own session
@@ -338,8 +354,17 @@ def _compile_and_install(
         )
 
     how = _configure(tree, argv, step, log, shared)
-    step(f"make -j{jobs} (server and tools)", ["make", f"-j{jobs}", *extra])
-    step("make install", ["make", "install", *extra])
+    compiled = [*COMPILED, *([LLVM_DIR] if "--with-llvm" in argv else [])]
+    log(f"make -j{jobs}: {len(compiled)} directories (server, libpq, the tools blocklab runs)")
+    # first the generated headers (the top-level make's first step): `make -j` in
+    # src/backend alone would compile beside their generation and miss them
+    step("", ["make", "-C", "src/backend", "generated-headers"])
+    for d in compiled:
+        step("", ["make", f"-j{jobs}", "-C", d, *extra])
+    log("make install")
+    for d in (*compiled, *INSTALLED_TOO):
+        step("", ["make", "-C", d, "install", *extra])
+    step("", ["make", "-C", "src", "install-local"])  # Makefile.global for extensions
     for name in CONTRIB:
         step(f"contrib/{name}", ["make", f"-j{jobs}", "-C", f"contrib/{name}", "install"])
     return how

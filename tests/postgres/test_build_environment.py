@@ -25,14 +25,16 @@ PARENT_MAKE = {
     "GNUMAKEFLAGS": "--no-print-directory",
 }
 SHOW = '\t@echo "make level=[$(MAKELEVEL)] flags=[$(MAKEFLAGS)] probe=[$(PROBE)]"\n'
-MAKEFILE = f"PROBE ?= own\nall:\n{SHOW}install:\n{SHOW}"
+TARGETS = ("all", "install", "install-local", "generated-headers")
+MAKEFILE = "PROBE ?= own\n" + "".join(f"{target}:\n{SHOW}" for target in TARGETS)
 
 
 def _tree_that_reports_its_environment(root: Path) -> Path:
     """A source tree with the shape the build steps expect (configure, a top Makefile,
     the contrib modules) whose every step prints what it inherited."""
     tree = root / "tree"
-    for sub in ("", *(f"contrib/{name}" for name in build.CONTRIB)):
+    made = (*build.COMPILED, *build.INSTALLED_TOO, "src", *(f"contrib/{n}" for n in build.CONTRIB))
+    for sub in made:
         (tree / sub).mkdir(parents=True, exist_ok=True)
         (tree / sub / "Makefile").write_text(MAKEFILE)
     configure = tree / "configure"
@@ -56,7 +58,8 @@ def test_build_steps_do_not_inherit_a_parent_makes_variables(
     configure = [line for line in lines if line.startswith("configure ")]
     assert configure == ["configure " + " ".join(f"{k}=[unset]" for k in PARENT_MAKE)]
     makes = [line for line in lines if line.startswith("make level=")]
-    assert len(makes) == 2 + len(build.CONTRIB), lines  # make, make install, each contrib
+    compiled, installed = len(build.COMPILED), len(build.COMPILED) + len(build.INSTALLED_TOO)
+    assert len(makes) == 1 + compiled + installed + 1 + len(build.CONTRIB), lines
     for line in makes:
         assert line.startswith("make level=[0] "), line
         assert line.endswith(" probe=[own]"), line
