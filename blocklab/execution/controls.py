@@ -165,13 +165,25 @@ class CpuSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self.log.close()  # the allowed CPUs once more; the log's files closed
+
+    def tasks(self) -> dict[int, list[int]]:
+        """The server's tree and this process's (the driver in it), each process with its
+        threads: walked from the roots (not a scan of /proc), each task/ listed once, the
+        children files read from the log's open files."""
+        tasks = proc.tree_tasks(self.server_pid, self.log.children)
+        for pid, tids in proc.tree_tasks(os.getpid(), self.log.children).items():
+            tasks.setdefault(pid, tids)
+        return tasks
+
+    def sample(self, tasks: dict[int, list[int]]) -> None:
+        """One look at the trees' processes but this one (its threads only walked)."""
+        self.log.sample(tasks, walked_only=(os.getpid(),))
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            pids = proc.tree_pids(self.server_pid)  # walked, not a scan of /proc
-            pids += [p for p in proc.tree_pids(os.getpid())[1:] if p not in pids]
             try:
-                self.log.sample(pids)
+                self.sample(self.tasks())
             except (OSError, ValueError):
                 pass  # a process ended between listing and reading: the next look sees
             self._stop.wait(SAMPLE_EVERY_S)
