@@ -320,10 +320,10 @@ def scan_pid_stats() -> dict[int, PidStat]:
     return stats
 
 
-def task_ids(pid: int) -> list[int]:
+def task_ids(pid: int, root: str | os.PathLike[str] = "/proc") -> list[int]:
     """The threads of `pid` (/proc/<pid>/task); [] once it has ended."""
     try:
-        return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+        return sorted(int(t) for t in os.listdir(os.path.join(root, str(pid), "task")))
     except OSError:
         return []
 
@@ -362,16 +362,21 @@ def child_pids(
     return sorted(found)
 
 
-def tree_tasks(pid: int, read: ChildrenReader = read_children) -> dict[int, list[int]]:
+def tree_tasks(
+    pid: int,
+    read: ChildrenReader = read_children,
+    threads: Callable[[int], list[int]] = task_ids,
+) -> dict[int, list[int]]:
     """`pid` and all its descendants, each with its threads ([] for one that ended while
-    walked), by walking child_pids() (no scan of /proc): each task/ directory listed once,
-    each thread's children file read by `read` (a caller that looks often keeps it open)."""
+    walked), by walking child_pids() (no scan of /proc): each process's threads from
+    `threads` (its task/ listed once), each thread's children file read by `read` (a
+    caller that looks often keeps the files open and lists task/ only when needed)."""
     out: dict[int, list[int]] = {}
     todo = [pid]
     while todo:
         p = todo.pop()
         if p not in out:
-            out[p] = task_ids(p)
+            out[p] = threads(p)
             todo.extend(child_pids(p, out[p], read))
     return out
 

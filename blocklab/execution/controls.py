@@ -148,8 +148,10 @@ def _unavailable(cpus: Sequence[int]) -> str | None:
 @dataclass
 class CpuSampler:
     """Samples, in a thread, the CPUs the server's processes and this process's descendants
-    (the driver) run on, from /proc (blocklab.execution.placement.CpuLog). The two trees
-    are walked from their roots (blocklab.proc.tree_pids), /proc is not scanned."""
+    (the driver) run on, from /proc (blocklab.execution.placement.CpuLog), every
+    SAMPLE_EVERY_S. The two trees are walked from their roots (blocklab.proc.tree_tasks,
+    the children files read from the log's open files), /proc is not scanned. Leaving
+    the `with` block closes the log (its files; the allowed lists read a last time)."""
 
     server_pid: int
     log: placement.CpuLog = field(default_factory=placement.CpuLog)
@@ -171,8 +173,8 @@ class CpuSampler:
         """The server's tree and this process's (the driver in it), each process with its
         threads: walked from the roots (not a scan of /proc), each task/ listed once, the
         children files read from the log's open files."""
-        tasks = proc.tree_tasks(self.server_pid, self.log.children)
-        for pid, tids in proc.tree_tasks(os.getpid(), self.log.children).items():
+        tasks = proc.tree_tasks(self.server_pid, self.log.children, self.log.threads)
+        for pid, tids in proc.tree_tasks(os.getpid(), self.log.children, self.log.threads).items():
             tasks.setdefault(pid, tids)
         return tasks
 

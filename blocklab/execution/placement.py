@@ -275,6 +275,8 @@ class CpuLog:
     root: Path = PROC
     max_fds: int = field(default_factory=fd_budget)
     _tasks: dict[int, _Task] = field(default_factory=dict)  # tid -> what it said last
+    _listed: dict[int, list[int]] = field(default_factory=dict)  # pid -> its threads
+    _relist: set[int] = field(default_factory=set)  # pids whose task/ to list again
 
     def sample(
         self,
@@ -292,6 +294,18 @@ class CpuLog:
                 self._look(pid, tid)
         for tid in self._tasks.keys() - listed:  # ended, or gone from the trees
             self._forget(tid)
+        for pid in self._listed.keys() - tasks.keys():
+            del self._listed[pid]
+        self._relist.update(walked_only)  # not looked at: whether they ran is not known
+
+    def threads(self, pid: int) -> list[int]:
+        """A process's threads, for blocklab.proc.tree_tasks: its task/ is listed again
+        only when one of its threads ran or ended since the last listing (a new thread is
+        made by one that runs: it is found at most two looks later), or it is new."""
+        if pid in self._relist or pid not in self._listed:
+            self._relist.discard(pid)
+            self._listed[pid] = proc.task_ids(pid, self.root)
+        return self._listed[pid]
 
     def children(self, pid: int, tid: int) -> str | None:
         """The thread's children file (a blocklab.proc.ChildrenReader), from the open file."""
@@ -315,6 +329,7 @@ class CpuLog:
         task.runs = runs
         now = proc.parse_pid_stat(stat)
         if before:
+            self._relist.add(pid)  # it may have made a thread
             self._ran(task, now)
         elif not task.allowed and self._read_allowed(task) is None:  # the first look
             self._forget(tid)  # (the baseline; without schedstat status was just read)
@@ -385,8 +400,10 @@ class CpuLog:
 
     def _forget(self, tid: int) -> None:
         task = self._tasks.pop(tid, None)
-        for fd in [] if task is None else task.fds.values():
-            os.close(fd)
+        if task is not None:
+            self._relist.add(task.pid)
+            for fd in task.fds.values():
+                os.close(fd)
 
     def to_json(self) -> list[dict[str, object]]:
         return [

@@ -231,6 +231,37 @@ def test_beyond_the_budget_of_open_files_a_thread_is_read_by_path(
     assert not open_fds
 
 
+def test_a_task_dir_is_listed_again_only_after_one_of_its_threads_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a thread that runs makes a new one: a process none of whose threads ran since
+    the last listing keeps its list (listing task/ at each look cost as much as the rest)."""
+    fake = FakeProc(tmp_path)
+    fake.thread(9, 9, "pgbench", "1", 1)
+    listed: Counter[str] = Counter()
+    real_listdir = os.listdir
+
+    def listdir(path: Any) -> list[str]:
+        listed[str(path)] += 1
+        return real_listdir(path)
+
+    monkeypatch.setattr(proc.os, "listdir", listdir)
+    log = placement.CpuLog(root=tmp_path)
+    for _ in range(5):
+        log.sample({9: log.threads(9)})
+    assert listed == {str(tmp_path / "9" / "task"): 1}
+    fake.ran(9, 9, "pgbench", "1", 1)  # it ran and made a thread
+    fake.thread(9, 10, "pgbench", "1", 1)
+    log.sample({9: log.threads(9)})  # the list of before: seen to run
+    assert 10 not in log._tasks
+    log.sample({9: log.threads(9)})  # listed again
+    assert 10 in log._tasks and sum(listed.values()) == 2
+    for _ in range(3):  # not looked at: listed at each walk after the first
+        log.sample({9: log.threads(9)}, walked_only=(9,))
+    assert sum(listed.values()) == 4
+    log.close()
+
+
 def _fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 

@@ -97,6 +97,7 @@ def test_real_pgbench_run_records_the_cpus_each_process_ran_on(
             log.sample([c.pid, *proc.child_pids(c.pid), driver.pid])
             time.sleep(0.02)
         assert driver.returncode == 0, out.read_text()
+        log.close()  # the allowed lists of those still there read once more
         record = {r["pid"]: r for r in log.to_json()}
     # the driver (taskset exec()s pgbench in place: same PID) and its threads
     assert record[driver.pid]["name"] == "pgbench"
