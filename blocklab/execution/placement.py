@@ -286,7 +286,7 @@ class CpuLog:
         """One look at the processes `tree` names (pid -> its threads, from
         blocklab.proc.tree_tasks; a bare list of pids has its threads listed here), but for
         those in `walked_only` (their children files are kept open for the walk, no more)."""
-        tasks = tree if isinstance(tree, Mapping) else {p: proc.task_ids(p) for p in tree}
+        tasks = tree if isinstance(tree, Mapping) else {p: self.threads(p) for p in tree}
         listed: set[int] = set()
         for pid, tids in tasks.items():
             listed.update(tids)
@@ -296,6 +296,7 @@ class CpuLog:
             self._forget(tid)
         for pid in self._listed.keys() - tasks.keys():
             del self._listed[pid]
+        self._relist.intersection_update(tasks.keys())  # (pgbench -C: a backend a second)
         self._relist.update(walked_only)  # not looked at: whether they ran is not known
 
     def threads(self, pid: int) -> list[int]:

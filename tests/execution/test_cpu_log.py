@@ -157,6 +157,8 @@ def test_a_thread_that_ends_has_its_files_closed_at_the_next_look(
     log.sample({9: [9]})
     assert not open_fds and not log.seen
     assert log.allowed == {9: (1,)}
+    log.sample({})  # gone from the trees: nothing of it is kept but what is reported
+    assert not log._tasks and not log._listed and not log._relist
 
 
 def test_a_process_that_execs_is_logged_under_its_new_name_and_cpus(
