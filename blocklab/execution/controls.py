@@ -167,7 +167,8 @@ class CpuSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        self.log.close()  # the allowed CPUs once more; the log's files closed
+        if self._thread is None or not self._thread.is_alive():  # never under its feet
+            self.log.close()  # the allowed CPUs once more; the log's files closed
 
     def tasks(self) -> dict[int, list[int]]:
         """The server's tree and this process's (the driver in it), each process with its
