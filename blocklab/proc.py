@@ -12,11 +12,12 @@ directory's postmaster, and the callers then leave it alone.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,10 +283,17 @@ def parse_schedstat(text: str) -> int:
     """/proc/<pid>/schedstat (pure): the task's time on a CPU in nanoseconds (its first
     field), exact where /proc/<pid>/stat's times are truncated to a clock tick. ValueError
     on a line that is not one."""
+    return parse_schedstat_runs(text)[0]
+
+
+def parse_schedstat_runs(text: str) -> tuple[int, int]:
+    """/proc/<pid>/schedstat (pure): (time on a CPU in ns, times it was put on a CPU), its
+    first and third fields; either grows only when the task ran. ValueError on a line that
+    is not one."""
     fields = text.split()
     if len(fields) < 3:
         raise ValueError(f"not a /proc/<pid>/schedstat line: {text[:80]!r}")
-    return int(fields[0])
+    return int(fields[0]), int(fields[2])
 
 
 def read_runtime_s(pid: int) -> float | None:
@@ -312,39 +320,75 @@ def scan_pid_stats() -> dict[int, PidStat]:
     return stats
 
 
-def child_pids(pid: int) -> list[int]:
+def task_ids(pid: int, root: str | os.PathLike[str] = "/proc") -> list[int]:
+    """The threads of `pid` (/proc/<pid>/task); [] once it has ended."""
+    try:
+        return sorted(int(t) for t in os.listdir(os.path.join(root, str(pid), "task")))
+    except OSError:
+        return []
+
+
+ChildrenReader = Callable[[int, int], str | None]  # (pid, tid) -> the children file
+
+
+def read_children(pid: int, tid: int) -> str | None:
+    """/proc/<pid>/task/<tid>/children (the pids that thread forked); None once it ended."""
+    try:
+        fd = os.open(f"/proc/{pid}/task/{tid}/children", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 1 << 16).decode()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def child_pids(
+    pid: int, tids: Iterable[int] | None = None, read: ChildrenReader = read_children
+) -> list[int]:
     """Direct children of `pid` (for a postmaster: its background processes and backends),
-    from /proc/<pid>/task/*/children (a child belongs to the thread that forked it); a
-    scan of /proc where the kernel has no such files (CONFIG_PROC_CHILDREN)."""
+    from /proc/<pid>/task/*/children (a child belongs to the thread that forked it) of its
+    threads `tids` (listed when not given), each read by `read`; a scan of /proc where the
+    kernel has no such files (CONFIG_PROC_CHILDREN)."""
     if not _has_children_files():
         return sorted(s.pid for s in scan_pid_stats().values() if s.ppid == pid)
     found: set[int] = set()
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                found.update(int(x) for x in f.read().split())
-        except OSError:
-            continue  # the thread ended
+    for tid in task_ids(pid) if tids is None else tids:
+        text = read(pid, tid)
+        if text is not None:  # None: the thread ended
+            found.update(int(x) for x in text.split())
     return sorted(found)
+
+
+def tree_tasks(
+    pid: int,
+    read: ChildrenReader = read_children,
+    threads: Callable[[int], list[int]] = task_ids,
+) -> dict[int, list[int]]:
+    """`pid` and all its descendants, each with its threads ([] for one that ended while
+    walked), by walking child_pids() (no scan of /proc): each process's threads from
+    `threads` (its task/ listed once), each thread's children file read by `read` (a
+    caller that looks often keeps the files open and lists task/ only when needed)."""
+    out: dict[int, list[int]] = {}
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        if p not in out:
+            out[p] = threads(p)
+            todo.extend(child_pids(p, out[p], read))
+    return out
 
 
 def tree_pids(pid: int) -> list[int]:
     """`pid` and all its descendants, by walking child_pids() (no scan of /proc)."""
-    out, todo, seen = [], [pid], set()
-    while todo:
-        p = todo.pop()
-        if p not in seen:
-            seen.add(p)
-            out.append(p)
-            todo.extend(child_pids(p))
-    return out
+    return list(tree_tasks(pid))
 
 
+@functools.cache
 def _has_children_files() -> bool:
+    """Whether the kernel has /proc/<pid>/task/<tid>/children (its configuration: asked once)."""
     pid = os.getpid()
     return os.path.exists(f"/proc/{pid}/task/{pid}/children")
 

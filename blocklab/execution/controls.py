@@ -148,8 +148,10 @@ def _unavailable(cpus: Sequence[int]) -> str | None:
 @dataclass
 class CpuSampler:
     """Samples, in a thread, the CPUs the server's processes and this process's descendants
-    (the driver) run on, from /proc (blocklab.execution.placement.CpuLog). The two trees
-    are walked from their roots (blocklab.proc.tree_pids), /proc is not scanned."""
+    (the driver) run on, from /proc (blocklab.execution.placement.CpuLog), every
+    SAMPLE_EVERY_S. The two trees are walked from their roots (blocklab.proc.tree_tasks,
+    the children files read from the log's open files), /proc is not scanned. Leaving
+    the `with` block closes the log (its files; the allowed lists read a last time)."""
 
     server_pid: int
     log: placement.CpuLog = field(default_factory=placement.CpuLog)
@@ -165,13 +167,26 @@ class CpuSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self._thread is None or not self._thread.is_alive():  # never under its feet
+            self.log.close()  # the allowed CPUs once more; the log's files closed
+
+    def tasks(self) -> dict[int, list[int]]:
+        """The server's tree and this process's (the driver in it), each process with its
+        threads: walked from the roots (not a scan of /proc), each task/ listed once, the
+        children files read from the log's open files."""
+        tasks = proc.tree_tasks(self.server_pid, self.log.children, self.log.threads)
+        for pid, tids in proc.tree_tasks(os.getpid(), self.log.children, self.log.threads).items():
+            tasks.setdefault(pid, tids)
+        return tasks
+
+    def sample(self, tasks: dict[int, list[int]]) -> None:
+        """One look at the trees' processes but this one (its threads only walked)."""
+        self.log.sample(tasks, walked_only=(os.getpid(),))
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            pids = proc.tree_pids(self.server_pid)  # walked, not a scan of /proc
-            pids += [p for p in proc.tree_pids(os.getpid())[1:] if p not in pids]
             try:
-                self.log.sample(pids)
+                self.sample(self.tasks())
             except (OSError, ValueError):
                 pass  # a process ended between listing and reading: the next look sees
             self._stop.wait(SAMPLE_EVERY_S)

@@ -11,17 +11,20 @@
 - `apply_to_tree()`: the server is placed by PID after it started: the postmaster, its
   children and all their threads (backends it forks later inherit the list). A PID the
   kernel refuses is returned as a failed `Applied`, never dropped.
-- `observe()`: what the kernel says each process may use (Cpus_allowed_list in
-  /proc/PID/status) and the CPU it last ran on (field 39 of /proc/PID/stat); sampling
-  that during a run gives the CPUs each process actually ran on.
+- `CpuLog`: what the kernel says each process may use (Cpus_allowed_list in
+  /proc/PID/status) and the CPU each of its threads last ran on (field 39 of
+  /proc/PID/stat) when it ran since the look before (its /proc/PID/schedstat changed);
+  sampling that during a run gives the CPUs each process actually ran on.
 
-Parsing (`parse_cpu_list`, `parse_allowed_list`, `parse_last_cpu`) is pure.
+Parsing (`parse_cpu_list`, `parse_allowed_list`, `parse_last_cpu`, blocklab.proc's
+parsers of stat and schedstat) is pure; CpuLog's I/O is open, pread and close.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+import resource
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,10 +98,14 @@ def parse_context_switches(status_text: str) -> int:
 
 def parse_last_cpu(stat_text: str) -> int:
     """Field 39 of /proc/PID/stat (the CPU last run on), by blocklab.proc.parse_pid_stat."""
-    last = proc.parse_pid_stat(stat_text).processor
-    if last is None:
+    return last_cpu(proc.parse_pid_stat(stat_text))
+
+
+def last_cpu(stat: proc.PidStat) -> int:
+    """Field 39 of a parsed /proc/PID/stat; ValueError on a kernel without it."""
+    if stat.processor is None:
         raise ValueError("/proc/PID/stat has no field 39 (processor)")
-    return last
+    return stat.processor
 
 
 # -- the decision ---------------------------------------------------------------------
@@ -197,10 +204,7 @@ class Applied:
 
 
 def threads_of(pid: int) -> list[int]:
-    try:
-        return sorted(int(t.name) for t in (PROC / str(pid) / "task").iterdir())
-    except OSError:
-        return [pid]
+    return proc.task_ids(pid) or [pid]
 
 
 def apply_to_tree(pid: int, cpus: Sequence[int]) -> list[Applied]:
@@ -227,63 +231,180 @@ def failures(applied: Sequence[Applied]) -> list[str]:
 
 # -- what happened --------------------------------------------------------------------
 
+KEPT_OPEN = ("stat", "schedstat", "children")  # a thread's files read at every look
+READ_MAX = 1 << 16  # more than a stat, schedstat or status file holds (children: 9,000 pids)
 
-@dataclass(frozen=True)
-class Observed:
+
+def fd_budget() -> int:
+    """How many files the log may keep open: a quarter of this process's limit."""
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4
+
+
+@dataclass
+class _Task:
+    """A thread the log follows: its files kept open (`fds`; none beyond the budget: read
+    by path then), what they said at the last look."""
+
     pid: int
-    name: str
-    allowed: tuple[int, ...]  # Cpus_allowed_list
-    last_cpu: int  # field 39 of /proc/PID/stat
-    switches: int  # context switches so far: a change means it ran since the last look
-
-
-def observe(pid: int, tid: int | None = None) -> Observed | None:
-    """A process's (or one of its threads') allowed CPUs and the CPU it last ran on, from
-    /proc/PID/task/TID; None once it has ended."""
-    base = PROC / str(pid) / "task" / str(pid if tid is None else tid)
-    try:
-        status = (base / "status").read_text()
-        stat = proc.parse_pid_stat((base / "stat").read_text())
-    except OSError:
-        return None
-    if stat.processor is None:
-        raise ValueError("/proc/PID/stat has no field 39 (processor)")
-    allowed = tuple(parse_allowed_list(status))
-    return Observed(pid, stat.comm, allowed, stat.processor, parse_context_switches(status))
+    tid: int
+    fds: dict[str, int]
+    runs: tuple[int, ...] = ()  # (ns on a CPU, times put on one), or (context switches,)
+    allowed: tuple[int, ...] = ()
 
 
 @dataclass
 class CpuLog:
     """The CPUs each process ran on, over repeated `sample()` calls.
 
-    Field 39 is the CPU a thread *last* ran on: for a thread asleep since before the
-    placement it is stale. So a CPU is logged only when the thread's context switches grew
-    since the previous sample, i.e. it ran (and left the CPU) in between; the first sample
-    of a thread is the baseline. A process whose name changes has exec()ed (taskset into
-    the driver): it is logged under the new name, and only the CPUs the new program ran
-    on count (taskset ran where it was started, before it placed itself)."""
+    Field 39 of stat is the CPU a thread *last* ran on: for a thread asleep since before
+    the placement it is stale. So a CPU is logged only when the thread ran since the
+    previous look: its schedstat (time on a CPU, times put on one) changed, or, on a kernel
+    without schedstat, its context switches in status grew; the first look at a thread is
+    the baseline, and stat is read only when it ran. A process whose main thread's name
+    changes has exec()ed (taskset into the driver): it is logged under the new name, and
+    only the CPUs the new program ran on count (taskset ran where it was started, before it
+    placed itself). Cpus_allowed_list (status, a large file) is read when a thread is first
+    seen, after an exec, when the thread ran on a CPU outside it, and at `close()`. stat,
+    schedstat and children (for the walk of the trees: `children()`) stay open and are
+    re-read with pread (procfs makes them anew at offset 0) until the thread is gone from
+    a look; `close()` closes what is still open."""
 
     seen: dict[int, set[int]] = field(default_factory=dict)
     allowed: dict[int, tuple[int, ...]] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
-    _switches: dict[int, int] = field(default_factory=dict)  # tid -> at the last sample
+    root: Path = PROC
+    max_fds: int = field(default_factory=fd_budget)
+    _tasks: dict[int, _Task] = field(default_factory=dict)  # tid -> what it said last
+    _listed: dict[int, list[int]] = field(default_factory=dict)  # pid -> its threads
+    _relist: set[int] = field(default_factory=set)  # pids whose task/ to list again
 
-    def sample(self, pids: Iterable[int]) -> None:
-        for pid in pids:
-            for tid in threads_of(pid):
-                o = observe(pid, tid)
-                if o is None:
-                    continue
-                before = self._switches.get(tid)
-                self._switches[tid] = o.switches
-                self.allowed[pid] = o.allowed
-                if tid == pid and self.names.get(pid, o.name) != o.name:  # exec()ed
-                    self.seen.pop(pid, None)
-                    before = None  # the new program's first sample is its baseline
-                if tid == pid or pid not in self.names:
-                    self.names[pid] = o.name
-                if before is not None and o.switches > before:
-                    self.seen.setdefault(pid, set()).add(o.last_cpu)
+    def sample(
+        self,
+        tree: Iterable[int] | Mapping[int, Sequence[int]],
+        walked_only: Collection[int] = (),
+    ) -> None:
+        """One look at the processes `tree` names (pid -> its threads, from
+        blocklab.proc.tree_tasks; a bare list of pids has its threads listed here), but for
+        those in `walked_only` (their children files are kept open for the walk, no more)."""
+        tasks = tree if isinstance(tree, Mapping) else {p: self.threads(p) for p in tree}
+        listed: set[int] = set()
+        for pid, tids in tasks.items():
+            listed.update(tids)
+            for tid in () if pid in walked_only else tids:
+                self._look(pid, tid)
+        for tid in self._tasks.keys() - listed:  # ended, or gone from the trees
+            self._forget(tid)
+        for pid in self._listed.keys() - tasks.keys():
+            del self._listed[pid]
+        self._relist.intersection_update(tasks.keys())  # (pgbench -C: a backend a second)
+        self._relist.update(walked_only)  # not looked at: whether they ran is not known
+
+    def threads(self, pid: int) -> list[int]:
+        """A process's threads, for blocklab.proc.tree_tasks: its task/ is listed again
+        only when one of its threads ran or ended since the last listing (a new thread is
+        made by one that runs: it is found at most two looks later), or it is new."""
+        if pid in self._relist or pid not in self._listed:
+            self._relist.discard(pid)
+            self._listed[pid] = proc.task_ids(pid, self.root)
+        return self._listed[pid]
+
+    def children(self, pid: int, tid: int) -> str | None:
+        """The thread's children file (a blocklab.proc.ChildrenReader), from the open file."""
+        return self._read(self._task(pid, tid), "children")
+
+    def close(self) -> None:
+        """The allowed CPUs of the threads still there, read once more; files closed."""
+        for task in list(self._tasks.values()):
+            self._read_allowed(task)
+            self._forget(task.tid)
+
+    def _look(self, pid: int, tid: int) -> None:
+        task = self._task(pid, tid)
+        before, runs = task.runs, self._runs(task)
+        if runs == before:
+            return  # it did not run: its last CPU is old news, stat is not read
+        stat = None if runs is None else self._read(task, "stat")
+        if runs is None or stat is None:
+            self._forget(tid)  # it ended
+            return
+        task.runs = runs
+        now = proc.parse_pid_stat(stat)
+        if before:
+            self._relist.add(pid)  # it may have made a thread
+            self._ran(task, now)
+        elif not task.allowed and self._read_allowed(task) is None:  # the first look
+            self._forget(tid)  # (the baseline; without schedstat status was just read)
+        elif tid == pid or pid not in self.names:
+            self.names[pid] = now.comm
+
+    def _ran(self, task: _Task, now: proc.PidStat) -> None:
+        pid = task.pid
+        if task.tid == pid and self.names.get(pid, now.comm) != now.comm:  # exec()ed
+            self.seen.pop(pid, None)  # the new program's first look is its baseline
+            self.names[pid] = now.comm
+            self._read_allowed(task)
+            return
+        cpu = last_cpu(now)
+        if cpu not in task.allowed:  # placed anew since it was first seen: read it again
+            self._read_allowed(task)
+        self.seen.setdefault(pid, set()).add(cpu)
+
+    def _runs(self, task: _Task) -> tuple[int, ...] | None:
+        """What grows when the thread runs: schedstat, else status's context switches."""
+        text = self._read(task, "schedstat")
+        if text is not None:
+            return proc.parse_schedstat_runs(text)
+        status = self._read_allowed(task)  # no schedstat on this kernel (or it ended)
+        return None if status is None else (parse_context_switches(status),)
+
+    def _read_allowed(self, task: _Task) -> str | None:
+        """Cpus_allowed_list of the thread, for it and its process; status's text."""
+        status = self._read(task, "status")
+        if status is not None:
+            task.allowed = tuple(parse_allowed_list(status))
+            self.allowed[task.pid] = task.allowed
+        return status
+
+    # -- the only I/O: open, pread, close --
+
+    def _task(self, pid: int, tid: int) -> _Task:
+        """The thread, its files opened when it is new to the log (or its id was reused)."""
+        task = self._tasks.get(tid)
+        if task is not None and task.pid == pid:
+            return task
+        self._forget(tid)
+        task = self._tasks[tid] = _Task(pid, tid, {})
+        if sum(len(t.fds) for t in self._tasks.values()) + len(KEPT_OPEN) > self.max_fds:
+            return task  # over the budget: its files are opened at each read
+        for name in KEPT_OPEN:
+            try:
+                task.fds[name] = os.open(self._path(task, name), os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue  # ended, or no such file on this kernel
+        return task
+
+    def _read(self, task: _Task, name: str) -> str | None:
+        """A file of the thread from offset 0; None once it has ended (or has no such file)."""
+        try:
+            fd = task.fds.get(name)
+            if fd is not None:
+                return os.pread(fd, READ_MAX, 0).decode(errors="replace") or None
+            if task.fds and name in KEPT_OPEN:
+                return None  # it could not be opened when the thread was first seen
+            with open(self._path(task, name), "rb") as f:
+                return f.read(READ_MAX).decode(errors="replace") or None
+        except OSError:
+            return None
+
+    def _path(self, task: _Task, name: str) -> Path:
+        return self.root / str(task.pid) / "task" / str(task.tid) / name
+
+    def _forget(self, tid: int) -> None:
+        task = self._tasks.pop(tid, None)
+        if task is not None:
+            self._relist.add(task.pid)
+            for fd in task.fds.values():
+                os.close(fd)
 
     def to_json(self) -> list[dict[str, object]]:
         return [

@@ -84,6 +84,14 @@ def test_the_tree_walk_finds_what_a_scan_finds_children_of_other_threads_include
         assert tree[0] == os.getpid() and len(tree) == len(set(tree))
         assert {shell.pid, forked[0].pid, *proc.child_pids(shell.pid)} <= set(tree)
         assert 1 not in tree  # init is not below this process
+        tasks = proc.tree_tasks(os.getpid())  # the same walk, each process with its threads
+        assert list(tasks) == tree and other.native_id in tasks[os.getpid()]
+        assert tasks[shell.pid] == [shell.pid]
+        read: list[tuple[int, int]] = []  # a caller's reader of the children files is used
+        assert proc.tree_tasks(shell.pid, lambda p, t: read.append((p, t)) or None) == {
+            shell.pid: [shell.pid]
+        }
+        assert read == [(shell.pid, shell.pid)]
         walked = read_pid_stats([shell.pid])
         assert set(walked) == {shell.pid, *proc.child_pids(shell.pid)}
         assert read_server_cpu_s(shell.pid) is not None
@@ -115,6 +123,7 @@ def test_the_probes_read_their_trees_without_a_scan_of_proc(
 
 def test_schedstat_gives_a_task_s_cpu_time_in_nanoseconds() -> None:
     assert proc.parse_schedstat("142242 379605 5\n") == 142242
+    assert proc.parse_schedstat_runs("142242 379605 5\n") == (142242, 5)  # ns, times run
     with pytest.raises(ValueError):
         proc.parse_schedstat("1 2")
     # a single-threaded child that burns 0.2 s of CPU, prints its own CPU clock and waits:
