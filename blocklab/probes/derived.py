@@ -31,7 +31,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from blocklab.probes import stat_io
+from blocklab.probes import stat_io, views
 from blocklab.probes.sampler import CLK_TCK, DeviceCounters, Snapshot
 
 if TYPE_CHECKING:
@@ -143,12 +143,28 @@ def build_series(
     """
     if len(snaps) < 2:
         return {}
+    snaps = while_clients(snaps)
     series = _counter_series(snaps[:-1], snaps[0].epoch, EXIT_FLUSHED)
     series |= _final_flush(snaps[-2], snaps[-1], snaps[0].epoch)
     folded = without_short_tail(snaps)
     others = [c for c in RATE_SERIES if c not in EXIT_FLUSHED]
     series |= _counter_series(folded, snaps[0].epoch, others)
     return series | _host_series(folded, scopes, checkpoint_counter)
+
+
+def while_clients(snaps: Sequence[Snapshot]) -> list[Snapshot]:
+    """The snapshots without the 1 Hz samples taken after the workload's last client
+    backend had gone (each sample counts them: views.CLIENTS): a tick between the
+    workload's exit and the end of the window would read the exit flush and draw it as
+    its last second. So the series ends at the last sample that still saw a client, and
+    the final interval, to the end-of-run snapshot, holds the flush. A sample that counted
+    none is dropped only after the last one that saw some (a run with none seen, or with
+    no count, keeps all)."""
+    counts = [s.pg.get(views.CLIENTS) for s in snaps[1:-1]]
+    seen = [i for i, n in enumerate(counts) if n is None or n > 0]
+    if not seen or seen[-1] == len(counts) - 1:
+        return list(snaps)
+    return [*snaps[: seen[-1] + 2], snaps[-1]]
 
 
 def _stamps(prev: Snapshot, cur: Snapshot, t0: float) -> tuple[float, float]:

@@ -102,6 +102,7 @@ def plan_counters(columns: Columns, *, block_size_bytes: int) -> CounterPlan:
         _bgwriter_writes_source(columns, block_size_bytes, missing, basis),
         _database_source(columns, missing, basis),
         _tables_source(columns, missing, basis),
+        _clients_source(basis),
     ]
     kept = tuple(s for s in sources if s is not None and s.items)
     return CounterPlan(kept, tuple(missing), basis)
@@ -274,6 +275,20 @@ def _tables_source(columns: Columns, missing: list[str], basis: dict[str, str]) 
     items = _pick(columns, "pg_stat_user_tables", wanted, missing, basis)
     summed = tuple((name, f"coalesce(sum({col}), 0)") for name, col in items)
     return Source("tb", "pg_catalog.pg_stat_user_tables WHERE relname = ANY(%(relations)s)", summed)
+
+
+CLIENTS = "client_backends"  # not a counter: how many the sample saw (derived.while_clients)
+
+
+def _clients_source(basis: dict[str, str]) -> Source:
+    """The client backends at the sample's instant, the probes' own session left out."""
+    basis[CLIENTS] = "pg_stat_activity: client backends, the probes' own left out"
+    return Source(
+        "ac",
+        "pg_catalog.pg_stat_activity WHERE backend_type = 'client backend'"
+        " AND pid <> pg_catalog.pg_backend_pid()",
+        ((CLIENTS, "count(*)"),),
+    )
 
 
 def row_to_counters(names: Sequence[str], row: Sequence[Any] | None) -> dict[str, float | None]:

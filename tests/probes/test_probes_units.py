@@ -207,6 +207,30 @@ def test_the_exit_flush_is_kept_apart_from_the_per_second_line() -> None:
     assert integral(wr) == pytest.approx(12288 + 80)
 
 
+def test_a_tick_after_the_clients_left_is_not_the_last_second() -> None:
+    """The 1 Hz tick at 3.0 s fell after pgbench's 2 clients had exited (it counted
+    none) and read their exit flush: 1,600 blocks in that second. The series ends at the
+    2.0 s tick, the last that saw them, and the flush is the final amount, as it is when
+    no tick falls there; totals stay exact."""
+    hits, stamps = [0.0, 1000.0, 2000.0, 3600.0, 3610.0], [0.0, 1.0, 2.0, 3.0, 3.2]
+    clients: list[float | None] = [0.0, 2.0, 2.0, 0.0, 0.0]
+    s = [
+        snap(t, {"blks_hit": h, views.CLIENTS: n}, devices={"sda": dev(int(h))})
+        for t, h, n in zip(stamps, hits, clients, strict=True)
+    ]
+    series = derived.build_series(s, {"sda": "host_device"}, None)
+    assert series["blks_hit_per_s"] == [(1.0, 1000.0), (2.0, 1000.0)]
+    assert series["blks_hit_final_flush"] == [(3.2, 1610.0)]
+    wr = series["host_device_write_bytes_per_s"]  # the device's rate over the rest
+    assert wr[-1] == (3.2, pytest.approx(1610.0 / 1.2)) and integral(wr) == pytest.approx(3610)
+    # a tick whose count failed (None) is kept, as is every tick of a run none was seen in
+    clients[3] = None
+    unknown = [snap(t, {views.CLIENTS: n}) for t, n in zip(stamps, clients, strict=True)]
+    assert derived.while_clients(unknown) == unknown
+    never = [snap(t, {views.CLIENTS: 0.0}) for t in stamps]
+    assert derived.while_clients(never) == never
+
+
 def test_without_samples_the_whole_window_is_the_final_flush() -> None:
     s = [snap(0.0, {"xact_commit": 10.0}), snap(0.5, {"xact_commit": 60.0})]
     series = derived.build_series(s, {}, None)
