@@ -105,6 +105,18 @@ def test_summary_report_and_csv_keep_the_same_rounds(
         assert ref.values[3] > 0 and 3 not in four.values
 
 
+@pytest.mark.parametrize("metric", ["tps", WAL])
+def test_a_summary_without_its_checks_has_the_same_rows(results: Path, metric: str) -> None:
+    """checks=False (a side metric's summary) leaves out the experiment-wide checks, not
+    a number of the variants' rows."""
+    with ResultsDB(results, create=False) as db:
+        whole = summarize_experiment(db, NAME, metric, side=False)
+        rows = summarize_experiment(db, NAME, metric, side=False, checks=False)
+    assert rows.variants == whole.variants and rows.variants
+    assert whole.carryover is not None and whole.setting
+    assert rows.carryover is None and rows.setting == "" and rows.layout is None
+
+
 def test_carryover_is_found_in_the_summary_and_the_report(results: Path) -> None:
     with ResultsDB(results, create=False) as db:
         summary = summarize_experiment(db, NAME)
