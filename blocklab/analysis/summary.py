@@ -243,9 +243,8 @@ def summarize_experiment(
     values_of = {vid: rv.values for vid, rv in reduced.items()}
     aa_refs = sorted(refs & set(runs_of))
     if design == designs.AA_CONTROL and aa_refs and checks:
-        up = info.higher_is_better is not False
         ref_runs = [run_values(db, runs_of[r], metric) for r in aa_refs]
-        result.aa = aa_comparison(*ref_runs, higher_is_better=up)
+        result.aa = aa_comparison(*ref_runs, higher_is_better=info.higher_is_better is not False)
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs)
     for v in variants:
         runs = runs_of[v["variant_id"]]
