@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import filecmp
+import os
 import pstats
 import shutil
 import sys
@@ -136,18 +137,18 @@ def incremental(tmp: Path, seconds: int, *, profile: bool = False) -> float:
     the same data to compare. Returns the update's seconds."""
     run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds)
     prof = cProfile.Profile() if profile else None
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     if prof:
         prof.enable()
     r = build_site(tmp / "results", tmp / "site")
     if prof:
         prof.disable()
-    t1 = time.monotonic()
+    t1, c1 = time.monotonic(), time.process_time()
     if prof:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
     print(
-        f"one more run (#{run_id}): update {t1 - t0:.1f} s, {r.written} pages written, "
-        f"{r.kept} kept"
+        f"one more run (#{run_id}): update {t1 - t0:.1f} s ({c1 - c0:.1f} s CPU, load "
+        f"{os.getloadavg()[0]:.2f}), {r.written} pages written, {r.kept} kept"
     )
     full = build_site(tmp / "results", tmp / "full", full=True)
     print(f"full rebuild of the same data: {full.elapsed_s:.1f} s")

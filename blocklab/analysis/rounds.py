@@ -61,6 +61,10 @@ def combine(copies: int, runs: Iterable[RunValue]) -> RoundValues:
     out = RoundValues()
     for rnd in sorted(by_round):
         got = by_round[rnd]
+        if copies == 1 and (one := got.get(0)) is not None:  # one copy: its value, exactly
+            if one.value is not None and math.isfinite(one.value):
+                out.values[rnd] = float(one.value or 0.0)  # as _mean: -0.0 reads 0.0
+                continue
         why = _why_dropped(got, copies)
         if why:
             out.dropped[rnd] = why

@@ -49,10 +49,22 @@ class RunView:
     raw_dir: str
     command: str
     exit_code: int | None
-    settings: dict[str, Any]
-    provenance: dict[str, Any]
+    # the stored JSON texts, parsed only for the run's page (settings, provenance): an
+    # update at 10,000 runs parsed them all for the run pages' digests (site.run_digest)
+    settings_json: str
+    provenance_json: str
     metrics: dict[str, float | None]
     copy_index: int = 0  # the variant's n-th run in its round (abba, aa-control)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.settings_json or "{}")
+        return value
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.provenance_json or "{}")
+        return value
 
     def value(self, metric: str) -> float | None:
         if metric == "tps":
@@ -186,8 +198,8 @@ def _run_view(row: Any, metrics: dict[str, float | None]) -> RunView:
         raw_dir=row["raw_dir"],
         command=row["command"],
         exit_code=row["exit_code"],
-        settings=json.loads(row["settings_json"] or "{}"),
-        provenance=json.loads(row["provenance_json"] or "{}"),
+        settings_json=row["settings_json"] or "",
+        provenance_json=row["provenance_json"] or "",
         metrics=metrics,
         copy_index=int(row["copy_index"] or 0),
     )

@@ -305,8 +305,9 @@ def run_pages_started(
     variants = {v.variant_id: v for v in exp.variants}
     old = w.old.runs_of(exp.slug)
     digests = [run_digest(exp, r, variants[r.variant_id]) for r in exp.runs]
+    present = w.files_in(f"{base}/runs") if old else set()
     kept = [
-        (p := old.get(r.id)) is not None and p.digest == d and _keep_run(w, base, r)
+        (p := old.get(r.id)) is not None and p.digest == d and _keep_run(w, base, r, present)
         for r, d in zip(exp.runs, digests, strict=True)
     ]
     todo = [r for r, k in zip(exp.runs, kept, strict=True) if not k]
@@ -380,9 +381,10 @@ def write_runs_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
     w.put(f"e/{exp.slug}/rounds.csv", export.csv_text(rounds, ROUND_FIELDS))
 
 
-def _keep_run(w: Writer, base: str, run: RunView) -> bool:
+def _keep_run(w: Writer, base: str, run: RunView, present: set[str]) -> bool:
+    """Keep a run's page when it is in the site (`present`: the runs directory's files)."""
     rel = f"{base}/runs/{run.id}"
-    if not w.keep(f"{rel}.html"):
+    if f"{run.id}.html" not in present or not w.keep(f"{rel}.html", present=True):
         return False
     w.files.add(f"{rel}-raw/")
     return True

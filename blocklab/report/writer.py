@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -76,15 +77,25 @@ class Writer:
         tmp.write_bytes(body)
         tmp.replace(path)
 
-    def keep(self, rel: str) -> bool:
-        """Keep an existing page as it is; False when it is missing."""
+    def keep(self, rel: str, *, present: bool = False) -> bool:
+        """Keep an existing page as it is; False when it is missing (`present`: the
+        caller has seen it there, in a listing of its directory: files_in)."""
         size = self.old.pages.get(rel)
-        if size is None or not (self.out / rel).is_file():
+        if size is None or not (present or (self.out / rel).is_file()):
             return False
         self.files.add(rel)
         self.new.pages[rel] = size
         self.kept += 1
         return True
+
+    def files_in(self, rel_dir: str) -> set[str]:
+        """The names of the regular files in a directory of the site (none when it is
+        missing): one listing, not a stat a file (10,000 run pages)."""
+        try:
+            with os.scandir(self.out / rel_dir) as entries:
+                return {e.name for e in entries if e.is_file()}
+        except OSError:
+            return set()
 
     def file(self, rel: str) -> Path:
         """A non-page file the caller writes itself (CSV, raw files)."""

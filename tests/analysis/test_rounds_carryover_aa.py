@@ -10,7 +10,7 @@ import pytest
 
 from blocklab.analysis import carryover, stats
 from blocklab.analysis.aa import aa_comparison, aa_sentence, biased
-from blocklab.analysis.rounds import RunValue, per_round_values
+from blocklab.analysis.rounds import RunValue, combine, per_round_values
 from blocklab.experiment_file.design import AA_CONTROL, ABBA, PAIRED
 
 
@@ -38,6 +38,27 @@ def test_a_zero_copy_is_kept_as_the_mean_and_nan_is_dropped() -> None:
 def test_paired_and_aa_control_variants_take_one_copy() -> None:
     runs = [RunValue(1, 0, 7.0), RunValue(2, 0, 0.0)]
     assert per_round_values(AA_CONTROL, runs, is_reference=False).values == {1: 7.0, 2: 0.0}
+
+
+def test_one_copy_takes_its_value_as_the_general_reduction_does() -> None:
+    """combine's one-copy shortcut gives what the mean of one copy gives: -0.0 reads 0.0
+    (float(value or 0.0)), a round's first copy 0 counts, failures keep their reasons."""
+    runs = [
+        RunValue(1, 0, -0.0),
+        RunValue(2, 0, 5),
+        RunValue(2, 0, 9.0),  # a second copy 0 of round 2: the first one counts
+        RunValue(3, 0, None, "server died"),
+        RunValue(4, 1, 3.0),  # no copy 0
+        RunValue(5, 0, math.inf),
+    ]
+    got = combine(1, runs)
+    assert got.values == {1: 0.0, 2: 5.0}
+    assert math.copysign(1.0, got.values[1]) == 1.0 and type(got.values[2]) is float
+    assert got.dropped == {
+        3: "copy 0 has no value (failed: server died)",
+        4: "copy 0 has no run",
+        5: "copy 0 is inf, not a finite number",
+    }
 
 
 def _abba_runs(penalty: float, rounds: int, seed: int) -> list[carryover.PositionRun]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,19 @@ def test_summary_report_and_csv_keep_the_same_rounds(
         assert four.values[2] == pytest.approx((700.0 + 0.0) / 2)  # B A A B: copy 0 first
         ref = next(v for v in summary.variants if v.variant_id == "8k")
         assert ref.values[3] > 0 and 3 not in four.values
+
+
+@pytest.mark.parametrize("metric", ["tps", WAL])
+def test_a_summary_without_its_checks_has_the_same_rows(results: Path, metric: str) -> None:
+    """checks=False (a side metric's summary) leaves out the experiment-wide checks, not
+    a number of the variants' rows."""
+    with ResultsDB(results, create=False) as db:
+        whole = summarize_experiment(db, NAME, metric, side=False)
+        rows = summarize_experiment(db, NAME, metric, side=False, checks=False)
+    assert [replace(v, latency_avg_ms=None) for v in whole.variants] == rows.variants
+    assert rows.variants and all(v.latency_avg_ms is not None for v in whole.variants)
+    assert whole.carryover is not None and whole.setting
+    assert rows.carryover is None and rows.setting == "" and rows.layout is None
 
 
 def test_carryover_is_found_in_the_summary_and_the_report(results: Path) -> None:

@@ -101,6 +101,19 @@ def test_one_more_run_rewrites_only_its_pages_and_matches_a_full_rebuild(
     assert _same_tree(out, tmp_path / "full") == []
 
 
+def test_a_run_page_missing_from_the_site_is_written_again(tmp_path: Path) -> None:
+    """The run pages kept are those the runs directory lists: one deleted is written
+    again (and only it), the site then as a full rebuild."""
+    res = write_synthetic_results(tmp_path / "results", rounds=2, seconds=10)
+    out = tmp_path / "site"
+    build_site(res, out)
+    gone = sorted((out / "e" / NAME / "runs").glob("*.html"))[1]
+    gone.unlink()
+    r = build_site(res, out)
+    assert r.incremental and r.written == 1 and gone.is_file()
+    assert _same_tree(out, build_site(res, tmp_path / "full", full=True).out) == []
+
+
 def test_new_templates_or_version_rebuild_the_whole_site(tmp_path: Path) -> None:
     res = write_synthetic_results(tmp_path / "results", rounds=2, seconds=10)
     out = tmp_path / "site"
