@@ -17,6 +17,7 @@ import pytest
 from faults_helpers import blocklab, env_for, nothing_left, own_home, release_home, stored_runs
 
 from blocklab.paths import Paths, ensure_dir
+from blocklab.postgres import build
 from blocklab.postgres.installation import Installation
 
 pytestmark = [pytest.mark.build, pytest.mark.root, pytest.mark.faults]
@@ -134,25 +135,31 @@ PACKAGE_VERSION='18.0'
 for a in "$@"; do case "$a" in --prefix=*) echo "PREFIX=${a#--prefix=}" > config.mk;; esac; done
 """
 
-FAKE_MAKEFILE = """include config.mk
+# src/backend "compiles" slowly and installs a real build's binaries; every other
+# directory of the build's recipe (blocklab.postgres.build.COMPILED ...) has nothing to do
+FAKE_BACKEND = """include ../../config.mk
 all:
 \tsleep {sleep_s}
 install:
 \techo "$$PPID" >> {counter}
 \tmkdir -p $(PREFIX)
 \tcp -a {real}/bin {real}/lib {real}/share $(PREFIX)/
+generated-headers:
+\t@true
 """
+NOTHING = "all install install-local generated-headers:\n\t@true\n"
 
 
 def _fake_tree(root: Path, real: Installation, counter: Path, sleep_s: int) -> Path:
     tree = ensure_dir(root)
     (tree / "configure").write_text(FAKE_CONFIGURE)
     (tree / "configure").chmod(0o755)
-    (tree / "Makefile").write_text(
-        FAKE_MAKEFILE.format(sleep_s=sleep_s, counter=counter, real=real.prefix)
+    contrib = [f"contrib/{name}" for name in build.CONTRIB]
+    for d in {*build.COMPILED, *build.INSTALLED_TOO, "src", *contrib}:
+        (ensure_dir(tree / d) / "Makefile").write_text(NOTHING)
+    (tree / "src/backend/Makefile").write_text(
+        FAKE_BACKEND.format(sleep_s=sleep_s, counter=counter, real=real.prefix)
     )
-    for name in ("pageinspect", "pgstattuple"):
-        (ensure_dir(tree / "contrib" / name) / "Makefile").write_text("install:\n\t@true\n")
     return tree
 
 
