@@ -315,8 +315,8 @@ def _shared_configure_cache(
     when it is turned off."""
     if not configure_cache.wanted():
         return None
-    seen = {**os.environ, **env}
-    variables = {k: seen[k] for k in ("PATH", *COMPILER_VARIABLES) if k in seen}
+    path = env.get("PATH", os.environ.get("PATH", ""))  # a compiler cache's links first
+    variables = {**compiler_environment(), "PATH": path}
     name = configure_cache.key(tree / "configure", argv, variables, compiler_version())
     return paths.cache / "configure" / name
 
