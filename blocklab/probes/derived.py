@@ -153,18 +153,29 @@ def build_series(
 
 
 def while_clients(snaps: Sequence[Snapshot]) -> list[Snapshot]:
-    """The snapshots without the 1 Hz samples taken after the workload's last client
-    backend had gone (each sample counts them: views.CLIENTS): a tick between the
-    workload's exit and the end of the window would read the exit flush and draw it as
-    its last second. So the series ends at the last sample that still saw a client, and
-    the final interval, to the end-of-run snapshot, holds the flush. A sample that counted
-    none is dropped only after the last one that saw some (a run with none seen, or with
-    no count, keeps all)."""
+    """The snapshots without the 1 Hz samples taken while the workload's client backends
+    were leaving (each sample counts them: views.CLIENTS): a backend flushes its backlog
+    of statistics (up to a second of its work) as it exits, so a tick that fell after
+    some or all of them had gone would draw their exit flush as its last second. The
+    series ends at the last sample before the count's final fall: after the last sample
+    that saw a client, samples that saw fewer than the one before are dropped too (4
+    clients, then 1: three had flushed on their way out). The final interval, to the
+    end-of-run snapshot, holds what they flushed. A run with none seen, or with a count
+    missing (None) where the fall would be judged, keeps those samples."""
     counts = [s.pg.get(views.CLIENTS) for s in snaps[1:-1]]
     seen = [i for i, n in enumerate(counts) if n is None or n > 0]
-    if not seen or seen[-1] == len(counts) - 1:
+    if not seen:
         return list(snaps)
-    return [*snaps[: seen[-1] + 2], snaps[-1]]
+    last = seen[-1]
+    while last > 0 and _fell(counts[last - 1], counts[last]):
+        last -= 1
+    if last == len(counts) - 1:
+        return list(snaps)
+    return [*snaps[: last + 2], snaps[-1]]
+
+
+def _fell(before: float | None, now: float | None) -> bool:
+    return before is not None and now is not None and now < before
 
 
 def _stamps(prev: Snapshot, cur: Snapshot, t0: float) -> tuple[float, float]:

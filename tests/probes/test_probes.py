@@ -273,7 +273,8 @@ def test_last_second_is_not_the_exit_flush(paths: Paths, pg18_8k: Installation) 
         # not the last second: the last second is no spike against the run's other seconds
         # (on a machine loaded by builds those vary widely: 19,550 to 38,434 blocks hit a
         # second in one CI run), also when a 1 Hz tick fell between pgbench's exit and
-        # end() (the series ends at the last tick that saw the clients: derived.while_clients)
+        # end(), or after some of the 4 clients had left (the series ends before the count's
+        # final fall: derived.while_clients; CI once read 5,322 against a median of 3,085)
         assert values[-1] < max(1.6 * median, 1.25 * busiest), (counter, values, final)
         assert final >= 0.1 * median, (counter, values, final)  # the flush is here
         assert t_final > s[f"{counter}_per_s"][-1][0]
