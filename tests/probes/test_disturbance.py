@@ -194,7 +194,8 @@ def test_a_burner_beside_the_server_is_seen_and_the_server_s_children_are_not(
     # the server's tree alone, from the same scans: this worker's own tree may hold other
     # busy descendants (the session's background builds, tests/prebuild.py)
     server_s = d.account(scan1, {}, [server]).known_s - d.account(scan0, {}, [server]).known_s
-    assert after.known_s - before.known_s >= server_s
+    # sums of 10 ms clock ticks in another order: 39.62 - 39.02 came out below 0.6
+    assert after.known_s - before.known_s >= server_s - 1e-6
     assert sum(children) - 0.05 <= server_s <= sum(children) + 0.2, (server_s, children)
     m = d.metrics(before, after)
     assert burned >= 0.2, f"the burner ran {burned:.2f} s: the machine starved it"
