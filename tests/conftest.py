@@ -35,6 +35,8 @@ def paths() -> Iterator[Paths]:
     os.environ["BLOCKLAB_HOME"] = str(home)
     os.environ["BLOCKLAB_CACHE"] = str(SHARED_CACHE)
     os.environ.update(PARENT_MAKE)
+    for name, value in prebuild.TEST_COMPILE.items():
+        os.environ.setdefault(name, value)
     ensure_dir(SHARED_CACHE)
     yield Paths.from_env(results=home / "results")
     shutil.rmtree(home, ignore_errors=True)

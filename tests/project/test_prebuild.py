@@ -94,3 +94,23 @@ def test_main_runs_the_command_beside_the_builds_and_ends_them(
     assert env["MAKELEVEL"] == "1" and Path(env["BLOCKLAB_HOME"]).name.startswith("prebuild-")
     assert not Path(env["BLOCKLAB_HOME"]).exists()  # removed at the end
     assert (tmp_path / "cache" / "logs" / "prebuild.log").is_file()
+
+
+def test_the_background_builds_compile_as_the_session_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The background builds (prebuild.session_env, from make's environment) and a test's
+    own ensure_build (this session's, set by conftest) have the same compiler variables,
+    -O1 included: else every test that needs a build would make it again beside them."""
+    from blocklab.postgres import build
+
+    session = build.compiler_environment()
+    assert session["COPT"] == "-O1"
+    outside = {k: v for k, v in os.environ.items() if k not in prebuild.TEST_COMPILE}
+    env = prebuild.session_env(outside, tmp_path)
+    for name in build.COMPILER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        if name in env:
+            monkeypatch.setenv(name, env[name])
+    assert build.compiler_environment() == session
+    assert prebuild.session_env({"COPT": "-O0"}, tmp_path)["COPT"] == "-O0"  # a user's wins
