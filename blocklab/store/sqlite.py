@@ -4,6 +4,7 @@ profile point, is written in one transaction. All of blocklab's SQL is here."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -45,7 +46,7 @@ def check_existing(path: Path) -> None:
         if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
             raise UserError(f"--results: {path} is not a SQLite database; nothing was changed")
     try:
-        ro = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=30.0)
+        ro = sqlite3.connect(_read_uri(path), uri=True, timeout=30.0)
         try:
             tables = {r[0] for r in ro.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             found = None
@@ -68,7 +69,44 @@ def check_existing(path: Path) -> None:
         )
 
 
+def _read_uri(path: Path) -> str:
+    """The URI that reads `path` without writing: in a directory blocklab cannot write, a
+    cleanly closed database (no -wal file, or an empty one) is read as immutable, for
+    SQLite could not make the -shm file WAL mode needs (_open_read_only)."""
+    wal = path.with_name(path.name + "-wal")
+    closed = not wal.exists() or wal.stat().st_size == 0
+    immutable = closed and not os.access(path.parent, os.W_OK)
+    return f"{path.as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """A results database in a directory blocklab cannot write (a read-only mount, a
+    published copy), for reading. SQLite in WAL mode needs its -shm file beside the
+    database: from a cleanly closed database (no -wal file left, or an empty one) it is
+    read as immutable; otherwise its WAL holds rows the file alone does not, and it is
+    read through the -wal and -shm left beside it, or refused. Its schema must be this
+    blocklab's: nothing can be upgraded in place."""
+    try:
+        conn = sqlite3.connect(_read_uri(path), uri=True, timeout=30.0)
+        found = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+    except sqlite3.DatabaseError as e:
+        raise UserError(
+            f"--results: {path.parent} cannot be written, and its database cannot be read "
+            f"as it is ({e}): copy the directory to a writable place"
+        ) from None
+    if found != SCHEMA_VERSION:
+        conn.close()
+        raise UserError(
+            f"--results: {path.parent} cannot be written, and its database has schema "
+            f"version {found}, which this blocklab ({SCHEMA_VERSION}) would upgrade: copy "
+            "the directory to a writable place"
+        )
+    return conn
+
+
 class ResultsDB:
+    read_only = False  # a directory blocklab cannot write (_open_read_only)
+
     def reopen(self) -> ResultsDB:
         """The same store on a connection of its own (for a forked worker)."""
         return ResultsDB(self.directory, create=False)
@@ -81,10 +119,16 @@ class ResultsDB:
                 f"--results: no results database at {self.path} "
                 "(run an experiment first, or point --results at a results directory)"
             )
-        directory.mkdir(parents=True, exist_ok=True)
+        self.read_only = not create and not os.access(directory, os.W_OK)
+        if not self.read_only:
+            directory.mkdir(parents=True, exist_ok=True)
         check_existing(self.path)
         self._read_ahead: dict[str, list[Any]] = {}  # experiment -> its runs (read_ahead)
         self._metrics_ahead: dict[int, dict[str, float | None]] = {}
+        if self.read_only:
+            self.conn = _open_read_only(self.path)
+            self.conn.row_factory = sqlite3.Row
+            return
         self.conn = sqlite3.connect(self.path, timeout=30.0)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA foreign_keys = ON")
@@ -404,7 +448,10 @@ class ResultsDB:
 
     def keep_run_trends(self, method: str, rows: Sequence[tuple[Any, ...]]) -> None:
         """Keep trend rows (run_id, series, *TREND_COLUMNS) under `method`, replacing the
-        rows those runs had (under any method)."""
+        rows those runs had (under any method). A read-only database keeps none: they are
+        computed again on each read."""
+        if self.read_only:
+            return
         with self.tx() as c:
             c.executemany(
                 "DELETE FROM run_trends WHERE run_id=?", [(r,) for r in {r[0] for r in rows}]
