@@ -56,8 +56,13 @@ TOOLS = ("postgres", "initdb", "pg_ctl", "pg_controldata", "pg_waldump", "psql",
 # load (encoding conversions, snowball stemmers, PL/pgSQL, time zones, the replication
 # modules), libpq, the tools blocklab runs, pg_dump/pg_restore (a user's dump), pg_config,
 # pg_resetwal and pg_test_fsync; not ecpg, the other client programs or the regression
-# drivers (recipe 1, the top-level make, built those too).
+# drivers (recipe 1, the top-level make, built those too). src/port and src/common come
+# first, as in the top-level make: src/backend's Makefile links libpgcommon_srv.a with no
+# rule to make it (only libpgport_srv.a waits for the sub-make that makes both), so under
+# make -j2 the link raced their sub-make and lost when the objects came from the compiler
+# cache ("No rule to make target '../../src/common/libpgcommon_srv.a'").
 COMPILED = (
+    "src/port", "src/common",
     "src/backend", "src/backend/utils/mb/conversion_procs", "src/backend/snowball",
     "src/backend/replication/libpqwalreceiver", "src/backend/replication/pgoutput",
     "src/timezone", "src/pl", "src/interfaces/libpq",
@@ -65,7 +70,7 @@ COMPILED = (
     "src/bin/pg_resetwal", "src/bin/pg_test_fsync",
 )  # fmt: skip
 # installed as the top-level make install did, for extensions built against the install
-INSTALLED_TOO = ("src/include", "src/port", "src/common", "src/makefiles", "config")
+INSTALLED_TOO = ("src/include", "src/makefiles", "config")
 LLVM_DIR = "src/backend/jit/llvm"  # compiled too when configured --with-llvm
 LIBURING_SINCE_MAJOR = 18  # --with-liburing (io_method = io_uring) exists from 18
 # A parent make (the README's `make demo`) exports these; PostgreSQL's Makefile.global

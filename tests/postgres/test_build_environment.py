@@ -118,3 +118,13 @@ def test_a_build_step_keeps_the_niceness_it_was_started_with_in_its_own_session(
     assert out[1] == "7", out  # and the process itself
     if os.nice(0) == 0:  # at niceness 0 a step is started as it is
         assert proc.keeping_niceness(["make", "-j2"]) == ["make", "-j2"]
+
+
+def test_the_libraries_the_backend_links_are_made_before_it() -> None:
+    """src/backend's Makefile has no rule for libpgcommon_srv.a (only libpgport_srv.a
+    waits for the sub-make that makes both): under make -j2 with the compiler cache's
+    objects the link came first and failed (CI, a layout build), as the top-level make's
+    order never lets it."""
+    order = list(build.COMPILED)
+    assert order.index("src/port") < order.index("src/backend")
+    assert order.index("src/common") < order.index("src/backend")
