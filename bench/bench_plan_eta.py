@@ -1,4 +1,4 @@
-"""`blocklab plan`'s time per run against what the runs took (PER_RUN_OVERHEAD_S).
+"""`blocklab plan`'s time per run against what the runs took (plan.per_run_fixed_s).
 
     nice -n 0 .venv/bin/python bench/bench_plan_eta.py [FILE] [--rounds 2] [--duration 10]
         [--scale 10]
@@ -10,7 +10,7 @@ holds everything a run costs besides its workload: restore, start, the prepare c
 probes, stop, the footprint step, storing. Its fixed cost is that time minus the warm-up
 it ran (its own warmup_s phase: a steady warm-up may run longer than the file's) and
 the measured window (its workload_s phase). It prints the median per-run fixed cost and
-each phase's median against plan's PER_RUN_OVERHEAD_S, and plan's seconds per round
+each phase's median against plan's per_run_fixed_s, and plan's seconds per round
 against the rounds' own.
 """
 
@@ -70,6 +70,7 @@ def main() -> int:
 
 def report(rounds: int, planned: plan.Plan, runs: list, phases: list, wall_s: float) -> None:  # type: ignore[type-arg]
     starts = [_epoch(r["started_at"]) for r in runs]
+    v0 = planned.variants[0]
     fixed = []
     for i in range(len(runs) - 1):
         took = starts[i + 1] - starts[i]
@@ -80,8 +81,8 @@ def report(rounds: int, planned: plan.Plan, runs: list, phases: list, wall_s: fl
         f"fixed cost per run (start to next start, minus its warm-up and window), "
         f"median of {len(fixed)}: {statistics.median(fixed):.2f} s "
         f"(min {min(fixed):.2f}, max {max(fixed):.2f}); "
-        f"plan counts {plan.PER_RUN_OVERHEAD_S:.2f} s: ratio "
-        f"{statistics.median(fixed) / plan.PER_RUN_OVERHEAD_S:.2f}"
+        f"plan counts {plan.per_run_fixed_s(v0):.2f} s: ratio "
+        f"{statistics.median(fixed) / plan.per_run_fixed_s(v0):.2f}"
     )
     print(
         "phases, median s:",

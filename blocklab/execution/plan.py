@@ -18,7 +18,13 @@ from blocklab.experiment_file.design import INTERLEAVED, RunDesign
 from blocklab.model import BuildRequest, Variant
 from blocklab.workloads import drivers
 
-PER_RUN_OVERHEAD_S = 8.0  # restore the snapshot, start, probes, stop, store
+# A run's cost besides its warm-up and window: restoring the snapshot (about a tenth of
+# the dataset's load estimate), start, the prepare checkpoint, probes, stop, storing.
+# bench/bench_plan_eta.py (examples/fillfactor.toml, 10 s windows, quiet, 2026-11-28):
+# 2.02 s per run at pgbench scale 10 (restore and sync 1.14 s) and 8.34 s at scale 100
+# (5.26 s); the 8 s counted before overestimated a scale-10 round by 35 %.
+PER_RUN_FIXED_S = 1.5
+RESTORE_SHARE_OF_LOAD = 0.1
 # interleaved, per server and round: restore, start, CHECKPOINT, stop; and per slice the
 # driver's start and connection. The demo's rounds took 52.5 s for 40 s of slices and 10 s
 # of warm-up on a fresh 2-core machine (2026-11-28; about 70 s on a slower one).
@@ -33,8 +39,15 @@ def run_estimate_s(v: Variant, design: RunDesign | None = None, footprint_s: flo
     checkpoint_timeout instead of the matrix's warm-up and duration; `footprint_s`: the
     compressed-footprint step after it (footprint_cost)."""
     if design is not None and design.checkpoint == "cycles":
-        return cycles.run_window_s(v, design.cycles) + PER_RUN_OVERHEAD_S + footprint_s
-    return v.workload.duration_s + v.workload.warmup_s + PER_RUN_OVERHEAD_S + footprint_s
+        return cycles.run_window_s(v, design.cycles) + per_run_fixed_s(v) + footprint_s
+    return v.workload.duration_s + v.workload.warmup_s + per_run_fixed_s(v) + footprint_s
+
+
+def per_run_fixed_s(v: Variant) -> float:
+    """What a run costs besides its warm-up and window (PER_RUN_FIXED_S, plus the
+    restore: a share of the dataset's load estimate)."""
+    load_s = drivers.for_dataset(v.dataset).load_estimate_s(v.dataset)
+    return PER_RUN_FIXED_S + RESTORE_SHARE_OF_LOAD * load_s
 
 
 def interleaved_round_s(variants: list[Variant], design: RunDesign) -> float:

@@ -15,6 +15,8 @@ from typing import Any
 from blocklab import faults
 from blocklab.errors import UserError
 from blocklab.store.base import POINT_COLUMNS, DevicePoint, DeviceProfileHead, RunRecord
+from blocklab.store.read_only import connect as connect_read_only
+from blocklab.store.read_only import read_uri
 
 SCHEMA_VERSION = 5
 # a device point measured again replaces these columns of the stored one
@@ -46,7 +48,7 @@ def check_existing(path: Path) -> None:
         if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
             raise UserError(f"--results: {path} is not a SQLite database; nothing was changed")
     try:
-        ro = sqlite3.connect(_read_uri(path), uri=True, timeout=30.0)
+        ro = sqlite3.connect(read_uri(path), uri=True, timeout=30.0)
         try:
             tables = {r[0] for r in ro.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             found = None
@@ -69,43 +71,8 @@ def check_existing(path: Path) -> None:
         )
 
 
-def _read_uri(path: Path) -> str:
-    """The URI that reads `path` without writing: in a directory blocklab cannot write, a
-    cleanly closed database (no -wal file, or an empty one) is read as immutable, for
-    SQLite could not make the -shm file WAL mode needs (_open_read_only)."""
-    wal = path.with_name(path.name + "-wal")
-    closed = not wal.exists() or wal.stat().st_size == 0
-    immutable = closed and not os.access(path.parent, os.W_OK)
-    return f"{path.as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
-
-
-def _open_read_only(path: Path) -> sqlite3.Connection:
-    """A results database in a directory blocklab cannot write (a read-only mount, a
-    published copy), for reading. SQLite in WAL mode needs its -shm file beside the
-    database: from a cleanly closed database (no -wal file left, or an empty one) it is
-    read as immutable; otherwise its WAL holds rows the file alone does not, and it is
-    read through the -wal and -shm left beside it, or refused. Its schema must be this
-    blocklab's: nothing can be upgraded in place."""
-    try:
-        conn = sqlite3.connect(_read_uri(path), uri=True, timeout=30.0)
-        found = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
-    except sqlite3.DatabaseError as e:
-        raise UserError(
-            f"--results: {path.parent} cannot be written, and its database cannot be read "
-            f"as it is ({e}): copy the directory to a writable place"
-        ) from None
-    if found != SCHEMA_VERSION:
-        conn.close()
-        raise UserError(
-            f"--results: {path.parent} cannot be written, and its database has schema "
-            f"version {found}, which this blocklab ({SCHEMA_VERSION}) would upgrade: copy "
-            "the directory to a writable place"
-        )
-    return conn
-
-
 class ResultsDB:
-    read_only = False  # a directory blocklab cannot write (_open_read_only)
+    read_only = False  # a directory blocklab cannot write (store.read_only)
 
     def reopen(self) -> ResultsDB:
         """The same store on a connection of its own (for a forked worker)."""
@@ -126,7 +93,7 @@ class ResultsDB:
         self._read_ahead: dict[str, list[Any]] = {}  # experiment -> its runs (read_ahead)
         self._metrics_ahead: dict[int, dict[str, float | None]] = {}
         if self.read_only:
-            self.conn = _open_read_only(self.path)
+            self.conn = connect_read_only(self.path, SCHEMA_VERSION)
             self.conn.row_factory = sqlite3.Row
             return
         self.conn = sqlite3.connect(self.path, timeout=30.0)

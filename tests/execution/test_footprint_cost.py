@@ -33,7 +33,7 @@ def _load(tmp_path: Path, design: str, storage: str = EXT4) -> spec.Experiment:
 def _base_eta(p: plan.Plan) -> float:
     v = p.variants[0]
     assert v.workload.duration_s == 20
-    return p.runs * (20 + v.workload.warmup_s + plan.PER_RUN_OVERHEAD_S)
+    return p.runs * (20 + v.workload.warmup_s + plan.per_run_fixed_s(v))
 
 
 def test_loop_storage_measures_by_default_and_the_eta_counts_it(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def test_adaptive_plan_reports_the_worst_case(tmp_path: Path) -> None:
     )
     p = plan.describe(spec.load(f))
     assert p.runs == 6 and p.max_runs == 20
-    assert p.eta_max_runs_s == pytest.approx(10 * 2 * (10 + plan.PER_RUN_OVERHEAD_S))
+    assert p.eta_max_runs_s == pytest.approx(10 * 2 * (10 + plan.per_run_fixed_s(p.variants[0])))
 
 
 def test_plan_command_prints_and_builds_nothing(

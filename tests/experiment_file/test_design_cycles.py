@@ -81,7 +81,9 @@ def test_plan_counts_the_lead_in_and_n_cycles_per_run(tmp_path: Path) -> None:
     f = _file(tmp_path, design, 'checkpoint_timeout = "1min"\n')
     p = plan.describe(spec.load(f))
     # per run: lead-in to the first checkpoint after the 5 s warm-up (60 s) + 3 x 60 s + overhead
-    assert p.eta_runs_s == pytest.approx(2 * 2 * (60 + 3 * 60 + plan.PER_RUN_OVERHEAD_S))
+    assert p.eta_runs_s == pytest.approx(
+        2 * 2 * (60 + 3 * 60 + plan.per_run_fixed_s(p.variants[0]))
+    )
 
 
 def test_plan_refuses_a_run_over_an_hour(

@@ -101,7 +101,7 @@ def test_plan_cycles_prints_the_longer_window_under_its_stored_name(
     assert "matrix.duration (20 s) is not the measured window" in two
     eta = [line for line in two.splitlines() if line.startswith("ETA")]
     assert eta and eta[0] != [line for line in one.splitlines() if line.startswith("ETA")][0]
-    assert "runs 26 min 08 s" in two and "runs 18 min 08 s" in one  # 16 runs x 30 s more
+    assert "runs 24 min 42 s" in two and "runs 16 min 42 s" in one  # 16 runs x 30 s more
 
 
 def test_plan_of_a_duration_design_prints_no_cycles_window(
