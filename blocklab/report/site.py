@@ -140,6 +140,14 @@ def _check_out(out: Path, results: Path) -> None:
         raise UserError(f"--out: {out} would replace the results directory; give a new directory")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out: {out} is a file; give a directory")
+    made_in = next(p for p in (out, *out.parents) if p.exists())
+    if made_in == out and out.is_dir():
+        made_in = out.parent  # a whole site is made beside it, then renamed over it
+    if not os.access(made_in, os.W_OK):
+        raise UserError(
+            f"--out: {out} cannot be written ({made_in} is read-only to blocklab); give "
+            "--out a directory that can (the results can stay where they are)"
+        )
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
         raise UserError(
             f"--out: {out} is not empty and holds no blocklab site; give a new or empty "

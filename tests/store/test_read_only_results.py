@@ -53,6 +53,10 @@ def test_summary_and_report_read_a_read_only_results_directory(
     # the same figures as from the writable directory (where the trends are then kept)
     code, writable = _summary(results, capsys)
     assert code == 0 and shown.replace(str(mounted), str(results)) == writable
+    # the site's default place is inside the results: refused, naming --out
+    kept = _listing(results)
+    assert main(["report", "--results", str(mounted)]) == 2
+    assert "--out" in capsys.readouterr().err and _listing(results) == kept
     assert main(["report", "--results", str(mounted), "--out", str(tmp_path / "site")]) == 0
     assert (tmp_path / "site" / "index.html").is_file()
 
