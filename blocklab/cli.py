@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -14,7 +15,35 @@ from blocklab.errors import BlocklabError
 OUTPUT_CLOSED = 141  # 128 + SIGPIPE
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# command name -> the module of blocklab.commands that defines it (in its COMMANDS): a
+# command's module is imported when the command runs or its help is shown, not at every
+# start (importing them all took 1.6 s of CPU here, before any command did anything:
+# scipy.stats, pydantic models, procrastinate). tests/project/test_cli_lazy.py checks the
+# table against the modules' COMMANDS.
+COMMAND_MODULES: dict[str, str] = {
+    "agent": "fleet", "build": "build", "builds": "build", "cleanup": "cleanup",
+    "device": "device", "economics": "economics", "export": "export", "fleet": "fleet",
+    "plan": "plan", "report": "report", "run": "run", "selftest": "selftest",
+    "serve": "report", "summary": "summary",
+}  # fmt: skip
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported by name, when asked for (click's documented
+    lazy-loading pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is None:
+            return None
+        commands = importlib.import_module(f"blocklab.commands.{module}").COMMANDS
+        return next(c for c in commands if c.name == cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="blocklab")
 def cli() -> None:
     """blocklab: which storage geometry makes PostgreSQL fastest and cheapest.
@@ -22,41 +51,6 @@ def cli() -> None:
     Exit codes: 0 ok; 1 a run or build failed; 2 bad input (nothing was started);
     141 the output was closed by its reader (`| head`).
     """
-
-
-def _register() -> None:
-    from blocklab.commands import (
-        build,
-        cleanup,
-        device,
-        economics,
-        export,
-        fleet,
-        plan,
-        report,
-        run,
-        selftest,
-        summary,
-    )
-
-    for module in (
-        build,
-        cleanup,
-        plan,
-        report,
-        run,
-        summary,
-        export,
-        selftest,
-        economics,
-        device,
-        fleet,
-    ):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,9 +11,19 @@ from click.testing import CliRunner
 from blocklab.cli import cli
 
 
+def _subcommands(group: click.Group) -> Iterator[tuple[str, click.Command]]:
+    """The group's commands by name, as click finds them (blocklab's top level loads
+    each command's module when asked: blocklab.cli.LazyGroup)."""
+    ctx = click.Context(group)
+    for name in sorted(group.list_commands(ctx)):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
+        yield name, command
+
+
 def _command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
     yield prefix
-    for name, command in sorted(group.commands.items()):
+    for name, command in _subcommands(group):
         if isinstance(command, click.Group):
             yield from _command_paths(command, (*prefix, name))
         else:
@@ -54,7 +64,7 @@ def _style_faults(path: tuple[str, ...], option: click.Option) -> list[str]:
 def _commands(
     group: click.Group, prefix: tuple[str, ...] = ()
 ) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    for name, command in sorted(group.commands.items()):
+    for name, command in _subcommands(group):
         if isinstance(command, click.Group):
             yield from _commands(command, (*prefix, name))
         else:

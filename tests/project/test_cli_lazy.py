@@ -1,0 +1,52 @@
+"""The command line imports a command's module only when that command is asked for
+(blocklab.cli.COMMAND_MODULES): the table must name every command each module defines,
+and nothing else, or a command would vanish from `blocklab --help` or fail to load."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+
+import blocklab.commands
+from blocklab.cli import COMMAND_MODULES, cli
+
+
+def test_the_table_names_every_command_of_every_module_and_only_those() -> None:
+    defined = {}
+    for info in pkgutil.iter_modules(blocklab.commands.__path__):
+        module = importlib.import_module(f"blocklab.commands.{info.name}")
+        for command in getattr(module, "COMMANDS", []):
+            defined[command.name] = info.name
+    assert defined == COMMAND_MODULES
+
+
+def test_each_command_is_found_by_its_name_and_an_unknown_one_is_not() -> None:
+    ctx = cli.make_context("blocklab", ["--help"], resilient_parsing=True)
+    for name in COMMAND_MODULES:
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.name == name
+    assert cli.get_command(ctx, "nosuch") is None
+
+
+def test_starting_imports_no_command_module_and_no_scipy_stats() -> None:
+    code = (
+        "import sys; from blocklab import cli; "
+        "print(sorted(m for m in sys.modules if m.startswith(('blocklab.commands.', 'scipy'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]", out
+
+
+def test_help_lists_every_command_and_an_unknown_command_is_exit_2() -> None:
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    listed = result.output.split("Commands:")[1]
+    assert [line.split()[0] for line in listed.strip().splitlines()] == sorted(COMMAND_MODULES)
+    bad = CliRunner().invoke(cli, ["nosuch"])
+    assert bad.exit_code == 2 and "No such command 'nosuch'" in bad.output
