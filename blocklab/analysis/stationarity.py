@@ -56,7 +56,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.stats import binomtest
 
 from blocklab.units import fmt_bytes, sig3
 
@@ -308,6 +307,8 @@ class Drift:
     def noise_p(self) -> float:
         """How likely noise alone (each window flagged with probability MAX_P) flags at
         least n_drifted of n_tested windows: the one-sided binomial test."""
+        from scipy.stats import binomtest  # 0.7 s to import: only where a drift is judged
+
         return float(binomtest(self.n_drifted, self.n_tested, MAX_P, "greater").pvalue)
 
     @property
