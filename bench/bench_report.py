@@ -18,6 +18,7 @@ import filecmp
 import os
 import pstats
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +33,8 @@ from blocklab.report import SiteResult, build_site  # noqa: E402
 # (figure, unit, goal) at fleet scale (10,000 runs): at or under its goal, a figure meets it
 GOALS = (
     ("full build", "s", 10.0),
-    ("one more run", "s", 1.0),
+    ("one more run", "s", 1.0),  # in this process, imports and templates warm
+    ("as a command", "s", 1.0),  # the same as `blocklab report` (a new process) waits for it
     ("largest page", "MB", 1.0),
     ("site total", "MB", 100.0),
 )
@@ -91,7 +93,7 @@ def main() -> None:
             "site total": r.total_bytes / 1e6,
         }
         if args.incremental:
-            figures["one more run"] = incremental(tmp, args.seconds, profile=args.profile)
+            figures.update(incremental(tmp, args.seconds, profile=args.profile))
         print_goals(figures, r.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -132,9 +134,10 @@ def print_goals(figures: dict[str, float], runs: int) -> None:
         print(f"  {name:<13} {value:8.2f} {unit:<2} goal <= {goal:g} {unit}: {verdict}")
 
 
-def incremental(tmp: Path, seconds: int, *, profile: bool = False) -> float:
-    """One more run, then the update (cProfiled with `profile`); then a full rebuild of
-    the same data to compare. Returns the update's seconds."""
+def incremental(tmp: Path, seconds: int, *, profile: bool = False) -> dict[str, float]:
+    """One more run, then the update (cProfiled with `profile`); one more, updated by
+    `blocklab report` in a new process; then a full rebuild of the same data to compare.
+    Returns both updates' seconds."""
     run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds)
     prof = cProfile.Profile() if profile else None
     t0, c0 = time.monotonic(), time.process_time()
@@ -150,11 +153,20 @@ def incremental(tmp: Path, seconds: int, *, profile: bool = False) -> float:
         f"one more run (#{run_id}): update {t1 - t0:.1f} s ({c1 - c0:.1f} s CPU, load "
         f"{os.getloadavg()[0]:.2f}), {r.written} pages written, {r.kept} kept"
     )
+    run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds)
+    t2 = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-m", "blocklab.cli", "report", "--results", str(tmp / "results"),
+         "--out", str(tmp / "site")],
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    t3 = time.monotonic()
+    print(f"one more run (#{run_id}) by `blocklab report`, a new process: {t3 - t2:.1f} s")
     full = build_site(tmp / "results", tmp / "full", full=True)
     print(f"full rebuild of the same data: {full.elapsed_s:.1f} s")
     same = filecmp.dircmp(tmp / "site", tmp / "full")
     print(f"update identical to the full rebuild: {_identical(same)}")
-    return t1 - t0
+    return {"one more run": t1 - t0, "as a command": t3 - t2}
 
 
 def _identical(d: filecmp.dircmp[str]) -> bool:
