@@ -26,7 +26,6 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from scipy import optimize as _optimize
 from scipy import special as _special
 
 from blocklab.analysis.stats import CONFIDENCE, t_quantile
@@ -126,10 +125,12 @@ def mde_log(sigma_log: float, n: int, alpha: float = ALPHA, target_power: float 
     def gap(d: float) -> float:
         return power(d, sigma_log, n, alpha) - target_power
 
+    from scipy import optimize  # 0.35 s to import: only where a smallest effect is solved
+
     hi = sigma_log
     while gap(hi) < 0:
         hi *= 2
-    return float(_optimize.brentq(gap, 0.0, hi, xtol=1e-12 * sigma_log))
+    return float(optimize.brentq(gap, 0.0, hi, xtol=1e-12 * sigma_log))
 
 
 def mde_pct(sigma_log: float, n: int, alpha: float = ALPHA, target_power: float = POWER) -> float:
