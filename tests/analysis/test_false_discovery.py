@@ -35,6 +35,20 @@ def test_discoveries_are_statsmodels_fdr_bh(seed: int) -> None:
     assert changed_metrics.discoveries([]) == []
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_discoveries_with_ties_and_p_values_on_the_line_are_statsmodels_fdr_bh(seed: int) -> None:
+    """Hand-written (changed_metrics.discoveries): ties, p-values exactly k / m x 5 %,
+    and a single p-value, against statsmodels. (scipy's false_discovery_control, used
+    before, compares p x m / k with 5 % and can round a p-value on the line out.)"""
+    rng = np.random.default_rng(100 + seed)
+    m = int(rng.integers(1, 40))
+    p = np.round(rng.uniform(0, 0.02 * (1 + seed % 4), m), 3)  # ties
+    on_line = rng.integers(1, m + 1, size=max(1, m // 5))
+    p[on_line - 1] = on_line / m * 0.05
+    oracle, *_ = multipletests(p, alpha=0.05, method="fdr_bh")
+    assert changed_metrics.discoveries(list(p)) == list(oracle)
+
+
 def test_the_p_value_is_the_paired_t_test_on_the_log_ratios() -> None:
     rng = random.Random(3)
     ref = {r: 1000 * rng.uniform(0.9, 1.1) for r in range(7)}
