@@ -210,15 +210,20 @@ def load_experiments(db: ResultsStore, *, judge_drift: bool = True) -> list[Expe
     with the same round on the same host), named `experiment @ host`. `judge_drift=False`
     leaves `stationarity` empty, for a caller that takes it from the experiment's summary
     (drift_notes): the site, which judged every run's series twice before."""
-    views = []
+    return [
+        load_experiment(db, name, host=host, judge_drift=judge_drift)
+        for name, host in experiment_keys(db)
+    ]
+
+
+def experiment_keys(db: ResultsStore) -> list[tuple[str, str | None]]:
+    """(stored name, fleet host or None) of each view load_experiments makes, in its order."""
+    keys: list[tuple[str, str | None]] = []
     for row in db.experiments():
         hosts = sorted({str(r["host"]) for r in db.runs(row["name"])}) or [""]
         fleet = len(hosts) > 1 or hosts != [""]
-        views += [
-            load_experiment(db, row["name"], host=h if fleet else None, judge_drift=judge_drift)
-            for h in hosts
-        ]
-    return views
+        keys += [(row["name"], h if fleet else None) for h in hosts]
+    return keys
 
 
 def drift_notes(summary_stationarity: list[str]) -> list[str]:

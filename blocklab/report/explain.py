@@ -16,13 +16,13 @@ from blocklab.store import ResultsStore
 Point = tuple[float, float | None]
 
 
-def summary_of(db: ResultsStore, exp: ExperimentView, *, fresh: bool = False) -> ExperimentSummary:
-    """The throughput summary `blocklab summary` prints for this experiment (this fleet
-    host's runs), with its side metrics and checks; `fresh`: every run's stationarity
-    judged again, not read where kept (blocklab.analysis.kept_trends)."""
-    return summarize_experiment(
-        db, exp.stored_name, "tps", host=exp.fleet_host or None, fresh_trends=fresh
-    )
+def summary_for(
+    db: ResultsStore, name: str, host: str | None, *, fresh: bool = False
+) -> ExperimentSummary:
+    """The throughput summary `blocklab summary` prints for the stored experiment `name`
+    (`host`'s runs, when a fleet ran it), with its side metrics and checks; `fresh`: every
+    run's stationarity judged again, not read where kept (blocklab.analysis.kept_trends)."""
+    return summarize_experiment(db, name, "tps", host=host, fresh_trends=fresh)
 
 
 def planned_rounds(db: ResultsStore, exp: ExperimentView) -> int | None:

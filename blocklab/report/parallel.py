@@ -8,9 +8,10 @@ import contextlib
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 MAX_WORKERS = 8
+T = TypeVar("T")
 _WORK: Callable[[int, int, int], Any] | None = None
 
 
@@ -59,3 +60,38 @@ def started(
             yield pending.get
     finally:
         _WORK = None
+
+
+_JOB: Callable[[bool], Any] | None = None
+
+
+def _run_job(_: int) -> Any:
+    assert _JOB is not None
+    return _JOB(True)
+
+
+@contextlib.contextmanager
+def begun(job: Callable[[bool], T]) -> Iterator[Callable[[], T]]:
+    """job(forked=True) begun now in one forked process when there is a second core,
+    while this one goes on (the report's summary, beside its CSV files and lists); the
+    call yielded waits for its result (a raised error is raised there). Without a second
+    core, job(forked=False) is done here when the result is first asked for. Leaving the
+    block ends the process, done or not."""
+    global _JOB
+    if workers() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        done: list[T] = []
+
+        def here() -> T:
+            if not done:
+                done.append(job(False))
+            return done[0]
+
+        yield here
+        return
+    _JOB = job  # before the fork: the child inherits it
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            pending = pool.apply_async(_run_job, (0,))
+            yield pending.get
+    finally:
+        _JOB = None

@@ -16,6 +16,7 @@ an experiment-wide file: at 10,000 runs those copies were 51 MB of a 196 MB site
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -212,14 +213,16 @@ def _generate(db: ResultsStore, results: Path, w: Writer, *, fresh: bool) -> tup
     """Every page and file of the site; `fresh` (--full): every run's stationarity judged
     again from its series (blocklab.analysis.kept_trends), the kept trends replaced."""
     copy_assets(w)
-    exps = data.load_experiments(db, judge_drift=False)  # the summary judges the series
-    _unique_slugs(exps)
-    summaries = {}
-    for exp in exps:
-        with run_pages_started(w, db, results, exp) as pages:  # in workers, meanwhile:
-            summaries[exp.slug] = explain.summary_of(db, exp, fresh=fresh)  # `blocklab summary`
-            exp.stationarity = data.drift_notes(summaries[exp.slug].stationarity)
-            write_experiment(w, db, exp, summaries[exp.slug], pages)
+    keys = data.experiment_keys(db)
+    summaries_of = functools.partial(_summaries, db, keys, fresh)
+    with parallel.begun(summaries_of) as summaries_done:  # in a process of its own
+        exps = data.load_experiments(db, judge_drift=False)  # the summary judges the series
+        _unique_slugs(exps)
+        summaries = {}
+        for k, exp in enumerate(exps):
+            with run_pages_started(w, db, results, exp) as pages:  # in workers, meanwhile:
+                summary = functools.partial(lambda k: summaries_done()[k], k)
+                summaries[exp.slug] = write_experiment(w, db, exp, summary, pages)
     w.page(
         "index.html",
         "index.html",
@@ -234,6 +237,19 @@ def _generate(db: ResultsStore, results: Path, w: Writer, *, fresh: bool) -> tup
     w.page("compare.html", "compare.html", page="compare", data=compare_json(exps))
     write_devices(w, db)
     return len(exps), sum(len(e.runs) for e in exps)
+
+
+def _summaries(
+    db: ResultsStore, keys: list[tuple[str, str | None]], fresh: bool, forked: bool
+) -> list[ExperimentSummary]:
+    """The summary of each view in `keys` (explain.summary_for); `forked`: on a
+    connection of this process's own."""
+    store = db.reopen() if forked else db
+    try:
+        return [explain.summary_for(store, name, host or None, fresh=fresh) for name, host in keys]
+    finally:
+        if forked:
+            store.close()
 
 
 def write_devices(w: Writer, db: ResultsStore) -> None:
@@ -353,20 +369,28 @@ def _run_pages_done(
 
 
 def write_experiment(
-    w: Writer, db: ResultsStore, exp: ExperimentView, summary: ExperimentSummary, pages: RunPages
-) -> None:
+    w: Writer,
+    db: ResultsStore,
+    exp: ExperimentView,
+    summary_done: Callable[[], ExperimentSummary],
+    pages: RunPages,
+) -> ExperimentSummary:
     """The experiment's pages and files, the run pages' (`pages`) waited for when their
-    throughput is needed. `summary`: the throughput summary of `blocklab summary`, the
-    page's answer."""
+    throughput is needed, and its summary (`summary_done`: the throughput summary of
+    `blocklab summary`, the page's answer, which may still be in the making) when it
+    is. Returns the summary."""
     base = f"e/{exp.slug}"
     labels = {v.variant_id: v.label or v.variant_id for v in exp.variants}
     has_queries = write_queries(w, db, exp.name, exp.slug)
     write_runs_csv(w, db, exp)
     tps, entries = _run_pages_done(w, exp, pages)
+    summary = summary_done()
+    exp.stationarity = data.drift_notes(summary.stationarity)
     extras, plot_data = explain.experiment_extras(db, exp, summary, tps)
     w.put(f"{base}/plots.js", explain.plots_script(plot_data))
     write_runs_lists(w, exp, labels, has_queries=has_queries, extras=extras)
     write_grid(w, db, exp, entries, tps)
+    return summary
 
 
 def _write_runs(

@@ -81,7 +81,7 @@ class PostgresStore(ResultsDB):
 
     def reopen(self) -> PostgresStore:
         """The same store on a connection of its own (for a forked worker)."""
-        return PostgresStore(self.target, self.directory)
+        return self._with_reads(PostgresStore(self.target, self.directory))
 
     def __init__(self, target: PgTarget, raw_root: Path):
         self.directory = raw_root

@@ -10,13 +10,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from blocklab import faults
 from blocklab.errors import UserError
 from blocklab.store.base import POINT_COLUMNS, DevicePoint, DeviceProfileHead, RunRecord
 from blocklab.store.read_only import connect as connect_read_only
 from blocklab.store.read_only import read_uri
+
+_Store = TypeVar("_Store", bound="ResultsDB")
 
 SCHEMA_VERSION = 5
 # a device point measured again replaces these columns of the stored one
@@ -75,8 +77,14 @@ class ResultsDB:
     read_only = False  # a directory blocklab cannot write (store.read_only)
 
     def reopen(self) -> ResultsDB:
-        """The same store on a connection of its own (for a forked worker)."""
-        return ResultsDB(self.directory, create=False)
+        """The same store on a connection of its own (for a forked worker), with what
+        this one has read ahead (read_ahead)."""
+        return self._with_reads(ResultsDB(self.directory, create=False))
+
+    def _with_reads(self, other: _Store) -> _Store:
+        other._read_ahead = dict(self._read_ahead)
+        other._metrics_ahead = self._metrics_ahead  # read only; a fork's own copy
+        return other
 
     def __init__(self, directory: Path, *, create: bool = True):
         self.directory = directory

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,21 @@ def test_no_drift_no_section(tmp_path: Path) -> None:
     assert data["stationarity"] == []
 
 
+def _count_judged(monkeypatch: Any, log: Path) -> Callable[[], int]:
+    """Count the runs whose series stationarity.runs_trends judges (run_trends too judges
+    through it), in this process and in the processes it forks (the site's summary is
+    made in one: report.parallel.begun), by a line each in `log`."""
+    judge = stationarity.runs_trends
+
+    def counted(runs: Any) -> Any:
+        with open(log, "a") as f:
+            f.write("run\n" * len(runs))
+        return judge(runs)
+
+    monkeypatch.setattr(stationarity, "runs_trends", counted)
+    return lambda: len(log.read_text().splitlines()) if log.exists() else 0
+
+
 def test_the_site_judges_each_run_s_series_once(tmp_path: Path, monkeypatch: Any) -> None:
     """The page's drift notes come from the summary's lines (report.data.drift_notes), not
     from a second trend test of every run (issue 33: at 10,000 runs the report judged each
@@ -76,16 +92,9 @@ def test_the_site_judges_each_run_s_series_once(tmp_path: Path, monkeypatch: Any
     with ResultsDB(results, create=False) as db:
         expected = load_experiment(db, NAME).stationarity
         ok_runs = sum(1 for r in db.runs(NAME) if r["status"] == "ok")
-    calls = []
-    judge = stationarity.runs_trends  # run_trends too judges through it
-
-    def counted(runs: Any) -> Any:
-        calls.extend([1] * len(runs))
-        return judge(runs)
-
-    monkeypatch.setattr(stationarity, "runs_trends", counted)
+    calls = _count_judged(monkeypatch, tmp_path / "judged")
     build_site(results, tmp_path / "site")
-    assert len(calls) == ok_runs
+    assert calls() == ok_runs
     page = (tmp_path / "site" / "e" / NAME / "index.html").read_text()
     data = json.loads(re.search(r'id="page-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
     assert data["stationarity"] == expected and expected
@@ -98,18 +107,11 @@ def test_an_update_judges_only_the_new_run(tmp_path: Path, monkeypatch: Any) -> 
     results = _results(tmp_path, STORM)
     build_site(results, tmp_path / "site")
     add_synthetic_run(results, NAME)
-    calls = []
-    judge = stationarity.runs_trends
-
-    def counted(runs: Any) -> Any:
-        calls.extend([1] * len(runs))
-        return judge(runs)
-
-    monkeypatch.setattr(stationarity, "runs_trends", counted)
+    calls = _count_judged(monkeypatch, tmp_path / "judged")
     build_site(results, tmp_path / "site")
-    assert len(calls) == 1
+    assert calls() == 1
     build_site(results, tmp_path / "full", full=True)
     with ResultsDB(results, create=False) as db:
-        assert len(calls) == 1 + sum(1 for r in db.runs(NAME) if r["status"] == "ok")
+        assert calls() == 1 + sum(1 for r in db.runs(NAME) if r["status"] == "ok")
     for page in ("index.html", f"e/{NAME}/index.html", f"e/{NAME}/rounds.csv"):
         assert (tmp_path / "site" / page).read_bytes() == (tmp_path / "full" / page).read_bytes()

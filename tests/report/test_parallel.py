@@ -1,0 +1,47 @@
+"""blocklab.report.parallel: work begun in a forked process while the caller goes on."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from blocklab.errors import UserError
+from blocklab.report import parallel
+
+
+def test_a_begun_job_runs_in_another_process_and_its_result_comes_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    with parallel.begun(lambda forked: (forked, os.getpid())) as result:
+        forked, pid = result()
+    assert forked and pid != os.getpid()
+
+
+def test_a_begun_jobs_error_is_raised_where_its_result_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+
+    def fails(forked: bool) -> None:
+        raise UserError("--results: no such database")
+
+    with parallel.begun(fails) as result, pytest.raises(UserError, match="no such database"):
+        result()
+
+
+def test_without_a_second_core_the_job_is_done_here_once_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(parallel, "workers", lambda: 1)
+    calls = []
+
+    def job(forked: bool) -> int:
+        calls.append(forked)
+        return os.getpid()
+
+    with parallel.begun(job) as result:
+        assert calls == []  # not before it is asked for
+        assert result() == os.getpid() and result() == os.getpid()
+    assert calls == [False]
