@@ -71,14 +71,14 @@ def _run_job(_: int) -> Any:
 
 
 @contextlib.contextmanager
-def begun(job: Callable[[bool], T]) -> Iterator[Callable[[], T]]:
+def begun(job: Callable[[bool], T], *, fork: bool = True) -> Iterator[Callable[[], T]]:
     """job(forked=True) begun now in one forked process when there is a second core,
     while this one goes on (the report's summary, beside its CSV files and lists); the
     call yielded waits for its result (a raised error is raised there). Without a second
-    core, job(forked=False) is done here when the result is first asked for. Leaving the
-    block ends the process, done or not."""
+    core, or without `fork`, job(forked=False) is done here when the result is first
+    asked for. Leaving the block ends the process, done or not."""
     global _JOB
-    if workers() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if not fork or workers() < 2 or "fork" not in multiprocessing.get_all_start_methods():
         done: list[T] = []
 
         def here() -> T:

@@ -31,17 +31,18 @@ def test_a_begun_jobs_error_is_raised_where_its_result_is_asked_for(
         result()
 
 
-def test_without_a_second_core_the_job_is_done_here_once_when_asked(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("cores, fork", [(1, True), (2, False)])
+def test_without_a_second_core_or_fork_the_job_is_done_here_once_when_asked(
+    monkeypatch: pytest.MonkeyPatch, cores: int, fork: bool
 ) -> None:
-    monkeypatch.setattr(parallel, "workers", lambda: 1)
+    monkeypatch.setattr(parallel, "workers", lambda: cores)
     calls = []
 
     def job(forked: bool) -> int:
         calls.append(forked)
         return os.getpid()
 
-    with parallel.begun(job) as result:
+    with parallel.begun(job, fork=fork) as result:
         assert calls == []  # not before it is asked for
         assert result() == os.getpid() and result() == os.getpid()
     assert calls == [False]
