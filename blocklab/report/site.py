@@ -225,6 +225,8 @@ def _generate(
         summaries = {}
         for k, exp in enumerate(exps):
             with run_pages_started(w, db, results, exp) as pages:  # in workers, meanwhile:
+                if not update:
+                    summaries_done()  # made here now, while the workers write the run pages
                 summary = functools.partial(lambda k: summaries_done()[k], k)
                 summaries[exp.slug] = write_experiment(w, db, exp, summary, pages)
     w.page(
