@@ -30,15 +30,19 @@ def test_each_command_is_found_by_its_name_and_an_unknown_one_is_not() -> None:
     assert cli.get_command(ctx, "nosuch") is None
 
 
-def test_starting_imports_no_command_module_and_no_scipy_stats() -> None:
+def _loaded(imports: str, prefixes: tuple[str, ...]) -> str:
+    """The modules starting with one of `prefixes` that a new interpreter has loaded after
+    running `imports`, printed as a sorted list."""
     code = (
-        "import sys; from blocklab import cli; "
-        "print(sorted(m for m in sys.modules if m.startswith(('blocklab.commands.', 'scipy'))))"
+        f"import sys; {imports}; "
+        f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]", out
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_starting_imports_no_command_module_and_no_scipy_stats() -> None:
+    assert _loaded("from blocklab import cli", ("blocklab.commands.", "scipy")) == "[]"
 
 
 def test_help_lists_every_command_and_an_unknown_command_is_exit_2() -> None:
@@ -54,16 +58,12 @@ def test_help_lists_every_command_and_an_unknown_command_is_exit_2() -> None:
 
 def test_the_commands_modules_leave_scipys_heaviest_parts_until_they_are_used() -> None:
     """scipy.stats, .optimize and .integrate took 0.35 to 0.7 s each to import here;
-    they are imported where a drift, a false discovery rate, a smallest effect or an
-    equivalence power is computed, not by every command that might."""
-    code = (
-        "import sys, importlib; from blocklab.cli import COMMAND_MODULES; "
+    they are imported where a drift, a smallest effect or an equivalence power is
+    computed, not by every command that might."""
+    imports = (
+        "import importlib; from blocklab.cli import COMMAND_MODULES; "
         "[importlib.import_module('blocklab.commands.' + m) "
-        "for m in set(COMMAND_MODULES.values())]; "
-        "print(sorted(m for m in sys.modules if m in "
-        "('scipy.stats', 'scipy.optimize', 'scipy.integrate')))"
+        "for m in set(COMMAND_MODULES.values())]"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]", out
+    heaviest = ("scipy.stats", "scipy.optimize", "scipy.integrate")
+    assert _loaded(imports, heaviest) == "[]"
