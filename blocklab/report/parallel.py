@@ -62,14 +62,6 @@ def started(
         _WORK = None
 
 
-_JOB: Callable[[bool], Any] | None = None
-
-
-def _run_job(_: int) -> Any:
-    assert _JOB is not None
-    return _JOB(True)
-
-
 @contextlib.contextmanager
 def begun(job: Callable[[bool], T], *, fork: bool = True) -> Iterator[Callable[[], T]]:
     """job(forked=True) begun now in one forked process when there is a second core,
@@ -77,7 +69,7 @@ def begun(job: Callable[[bool], T], *, fork: bool = True) -> Iterator[Callable[[
     call yielded waits for its result (a raised error is raised there). Without a second
     core, or without `fork`, job(forked=False) is done here when the result is first
     asked for. Leaving the block ends the process, done or not."""
-    global _JOB
+    global _WORK
     if not fork or workers() < 2 or "fork" not in multiprocessing.get_all_start_methods():
         done: list[T] = []
 
@@ -88,10 +80,14 @@ def begun(job: Callable[[bool], T], *, fork: bool = True) -> Iterator[Callable[[
 
         yield here
         return
-    _JOB = job  # before the fork: the child inherits it
+
+    def forked(k: int, lo: int, hi: int) -> T:
+        return job(True)
+
+    _WORK = forked  # before the fork, which happens as the pool is made: the child has it
     try:
         with multiprocessing.get_context("fork").Pool(1) as pool:
-            pending = pool.apply_async(_run_job, (0,))
+            pending = pool.apply_async(_call, ((0, 0, 1),))
             yield pending.get
     finally:
-        _JOB = None
+        _WORK = None
