@@ -83,7 +83,7 @@ class ResultsDB:
 
     def _with_reads(self, other: _Store) -> _Store:
         other._read_ahead = dict(self._read_ahead)
-        other._metrics_ahead = self._metrics_ahead  # read only; a fork's own copy
+        other._metrics_ahead = dict(self._metrics_ahead)
         return other
 
     def __init__(self, directory: Path, *, create: bool = True):
