@@ -1,13 +1,16 @@
 """Report generation at scale: 1,000 runs with 60-second series (SYNTHETIC data).
 
     .venv/bin/python bench/bench_report.py [--runs 1000] [--experiments 1] [--seconds 60]
-        [--incremental] [--profile]
+        [--incremental] [--profile] [--unjudged]
 
 Writes a temporary results database through ResultsDB (tests/report_fixture.py, made-up
-numbers), generates the site and prints the time and the page weight. With --incremental,
-then records one more run and updates the site (only the pages that changed), and checks
-the update against a full rebuild. Removes it all. Last, each figure against its goal
-(issue 33, for a fleet of 10,000 runs: `--runs 10000 --incremental`).
+numbers), each run's stationarity trends kept as the experiment loop keeps them when it
+stores a run (with --unjudged, none: the report judges every run, as for a store filled
+before the loop kept them, or copied from one), generates the site and prints the time
+and the page weight. With --incremental, then records one more run and updates the site
+(only the pages that changed), and checks the update against a full rebuild. Removes it
+all. Last, each figure against its goal (issue 33, for a fleet of 10,000 runs: `--runs
+10000 --incremental`).
 """
 
 from __future__ import annotations
@@ -56,6 +59,9 @@ def main() -> None:
     ap.add_argument(
         "--profile", action="store_true", help="cProfile the full generation (and the update)"
     )
+    ap.add_argument(
+        "--unjudged", action="store_true", help="no run's trends kept: the report judges them"
+    )
     args = ap.parse_args()
     variants = 5 * 4 * 2
     rounds = max(1, args.runs // variants // args.experiments)
@@ -69,6 +75,7 @@ def main() -> None:
                 seconds=args.seconds,
                 name=f"bench-{n}",
                 seed=n,
+                keep_trends=not args.unjudged,
                 **MATRIX,
             )
         t1, c1 = time.monotonic(), time.process_time()
@@ -93,7 +100,8 @@ def main() -> None:
             "site total": r.total_bytes / 1e6,
         }
         if args.incremental:
-            figures.update(incremental(tmp, args.seconds, profile=args.profile))
+            judged = not args.unjudged
+            figures.update(incremental(tmp, args.seconds, profile=args.profile, judged=judged))
         print_goals(figures, r.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -134,11 +142,13 @@ def print_goals(figures: dict[str, float], runs: int) -> None:
         print(f"  {name:<13} {value:8.2f} {unit:<2} goal <= {goal:g} {unit}: {verdict}")
 
 
-def incremental(tmp: Path, seconds: int, *, profile: bool = False) -> dict[str, float]:
+def incremental(
+    tmp: Path, seconds: int, *, profile: bool = False, judged: bool = True
+) -> dict[str, float]:
     """One more run, then the update (cProfiled with `profile`); one more, updated by
     `blocklab report` in a new process; then a full rebuild of the same data to compare.
     Returns both updates' seconds."""
-    run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds)
+    run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
     prof = cProfile.Profile() if profile else None
     t0, c0 = time.monotonic(), time.process_time()
     if prof:
@@ -153,7 +163,7 @@ def incremental(tmp: Path, seconds: int, *, profile: bool = False) -> dict[str, 
         f"one more run (#{run_id}): update {t1 - t0:.1f} s ({c1 - c0:.1f} s CPU, load "
         f"{os.getloadavg()[0]:.2f}), {r.written} pages written, {r.kept} kept"
     )
-    run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds)
+    run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
     t2 = time.monotonic()
     subprocess.run(
         [sys.executable, "-m", "blocklab.cli", "report", "--results", str(tmp / "results"),

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from blocklab.analysis import kept_trends
 from blocklab.store import ResultsDB, RunRecord
 
 SYNTHETIC = "SYNTHETIC test data (made up, not measured)"
@@ -159,6 +160,7 @@ def write_synthetic_results(
     seed: int = 7,
     raw_files: bool = True,
     fpi_storm: str = "",
+    keep_trends: bool = False,
 ) -> Path:
     """Write one SYNTHETIC experiment into `results` (created if missing); returns results.
 
@@ -166,7 +168,9 @@ def write_synthetic_results(
     `failed_run`, the second variant's last round is stored as a failure with a reason.
     With `fpi_storm` (a variant id), every variant gets a wal_fpi_per_s series: that
     variant's decays 5 % a second from 2,000/s (a post-checkpoint image storm), the
-    others' stay flat around 40/s.
+    others' stay flat around 40/s. With `keep_trends`, each ok run's stationarity trends
+    are judged and kept as the experiment loop keeps them when it stores a run
+    (kept_trends.judge_new); without, the first summary judges them.
     """
     rng = random.Random(seed)
     variants = _variants(block_sizes_kb, fs_kinds, fs_block_sizes, wal_block_sizes_kb)
@@ -197,7 +201,9 @@ def write_synthetic_results(
                     rec.series["wal_fpi_per_s"] = _fpi(rng, seconds, storm=vid == fpi_storm)
                 if raw_files:
                     _write_raw(results, rec.raw_dir, rec)
-                db.record_run(rec)
+                run_id = db.record_run(rec)
+                if keep_trends and rec.status == "ok":
+                    kept_trends.judge_new(db, [run_id])
                 clock += timedelta(seconds=seconds + 20)
         db.set_experiment_state(name, "done", "rounds reached")
     return results
@@ -248,9 +254,12 @@ def _record(
     return rec
 
 
-def add_synthetic_run(results: Path, name: str, *, seconds: int = 60, seed: int = 99) -> int:
+def add_synthetic_run(
+    results: Path, name: str, *, seconds: int = 60, seed: int = 99, keep_trends: bool = False
+) -> int:
     """Record one more SYNTHETIC ok run of `name`'s first variant, in a new round, through
-    the store interface (as a run finishing after the report was made); returns its id."""
+    the store interface (as a run finishing after the report was made); returns its id.
+    `keep_trends`: as write_synthetic_results."""
     rng = random.Random(seed)
     with ResultsDB(results, create=False) as db:
         v = db.variants(name)[0]
@@ -260,4 +269,7 @@ def add_synthetic_run(results: Path, name: str, *, seconds: int = 60, seed: int 
         clock = datetime(2025, 6, 1, 12, 0, tzinfo=UTC) + timedelta(hours=rnd)
         rec = _record(rng, name, variant, rnd, 0, clock, seconds, 1.0, False)
         _write_raw(results, rec.raw_dir, rec)
-        return db.record_run(rec)
+        run_id = db.record_run(rec)
+        if keep_trends:
+            kept_trends.judge_new(db, [run_id])
+        return run_id

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from blocklab import faults
-from blocklab.analysis import precision, stopping
+from blocklab.analysis import kept_trends, precision, stopping
 from blocklab.analysis.summary import ExperimentSummary, summarize_experiment
 from blocklab.execution import orders
 from blocklab.execution.run_record import failed_without_running
@@ -331,9 +331,11 @@ class Loop:
         record.copy_index = copy_index
         record.host = self.host
         with results_space.guard(self.db.directory):
-            self.db.record_run(record)
+            run_id = self.db.record_run(record)
         faults.step("stored")
         if record.status == "ok":
+            with results_space.guard(self.db.directory):  # judged once: no summary again
+                kept_trends.judge_new(self.db, [run_id])
             self.ok += 1
         else:
             self.failed += 1

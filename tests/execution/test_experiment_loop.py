@@ -14,6 +14,7 @@ import pytest
 from helpers import Silent
 
 from blocklab import experiment_file as spec
+from blocklab.analysis import kept_trends, stationarity
 from blocklab.analysis.summary import summarize_experiment
 from blocklab.execution import orders
 from blocklab.execution.experiment import Loop, StoppingRule, register
@@ -36,11 +37,12 @@ def _experiment(rounds: int = 3) -> spec.Experiment:
 class ReplayLab:
     """Replays recorded real pgbench output; `fail_calls` replays the aborted run."""
 
-    def __init__(self, fail_calls: frozenset[int] = frozenset()):
+    def __init__(self, fail_calls: frozenset[int] = frozenset(), *, series: bool = False):
         stderr = (DATA / "pg15-simple-update-prepared.stderr").read_text()
         self.tps = itertools.cycle([p.tps for p in pgbench.parse_progress(stderr)])
         self.aborted = pgbench.parse_report((DATA / "pg15-aborted.stdout").read_text())
         self.fail_calls = fail_calls
+        self.series = series  # each ok run with a 20-second tps series of replayed values
         self.calls: list[tuple[str, int]] = []
 
     def run(self, variant, *, experiment, round_no, position, raw_dir):  # type: ignore[no-untyped-def]
@@ -62,7 +64,10 @@ class ReplayLab:
                 transactions=self.aborted.transactions,
                 **common,
             )
-        return RunRecord(status="ok", tps=next(self.tps), latency_avg_ms=0.7, exit_code=0, **common)
+        rec = RunRecord(status="ok", tps=next(self.tps), latency_avg_ms=0.7, exit_code=0, **common)
+        if self.series:
+            rec.series = {"tps": [(float(t), next(self.tps)) for t in range(1, 21)]}
+        return rec
 
 
 @pytest.fixture
@@ -97,6 +102,32 @@ def test_a_failed_run_is_stored_without_numbers(db: ResultsDB) -> None:
     assert len(failed) == 1 and failed[0]["tps"] is None and failed[0]["exit_code"] == 2
     s = summarize_experiment(db, "loop")
     assert sum(v.n_failed for v in s.variants) == 1
+
+
+def test_each_run_is_judged_as_it_is_stored_and_never_again(
+    db: ResultsDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop keeps each successful run's stationarity trends as it stores it
+    (kept_trends.judge_new), the very ones judging its stored series again gives, so the
+    summary judges none; a failed run is not judged."""
+    exp = _experiment(rounds=2)
+    variants = register(db, exp, {})
+    lab = ReplayLab(frozenset({1}), series=True)
+    Loop(exp, variants, db=db, lab=lab, progress=Silent()).run(StoppingRule(rounds=2))
+    runs = db.runs("loop")
+    ok = [int(r["id"]) for r in runs if r["status"] == "ok"]
+    failed = [int(r["id"]) for r in runs if r["status"] != "ok"]
+    assert len(ok) == 5 and len(failed) == 1
+    kept = db.run_trends([*ok, *failed], stationarity.METHOD)
+    assert sorted(kept) == ok and all(len(rows) == 2 for rows in kept.values())  # run, tps
+    judged: list[int] = []
+    judge = stationarity.runs_trends
+    monkeypatch.setattr(stationarity, "runs_trends", lambda rs: judged.extend(rs) or judge(rs))
+    s = summarize_experiment(db, "loop")
+    assert judged == [] and s.stationarity
+    by_run = {"all": ok}
+    assert kept_trends.windows_of(db, by_run) == kept_trends.windows_of(db, by_run, fresh=True)
+    assert len(judged) == len(ok)
 
 
 def test_resume_keeps_stored_runs_discards_partial_ones_and_duplicates_none(
