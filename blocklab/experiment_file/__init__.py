@@ -57,9 +57,41 @@ and execution; it may import workloads (driver keys), postgres (settings policy)
 and the shared nouns; never execution, analysis or anything above.
 """
 
-from blocklab.experiment_file.experiment import Experiment, default_seed
-from blocklab.experiment_file.loader import OVERRIDABLE, demo, from_dict, load, overridden_name
-from blocklab.experiment_file.values import parse_seconds, parse_size
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from blocklab.experiment_file.experiment import Experiment, default_seed
+    from blocklab.experiment_file.loader import (
+        OVERRIDABLE,
+        demo,
+        from_dict,
+        load,
+        overridden_name,
+    )
+    from blocklab.experiment_file.values import parse_seconds, parse_size
+
+# name -> its module, imported when the name is first used: importing a light module of
+# this package (design, values) does not load the models (pydantic, probes, psycopg), which
+# every `blocklab report` and `summary` paid on start
+_LAZY = {
+    "Experiment": "experiment",
+    "default_seed": "experiment",
+    "OVERRIDABLE": "loader",
+    "demo": "loader",
+    "from_dict": "loader",
+    "load": "loader",
+    "overridden_name": "loader",
+    "parse_seconds": "values",
+    "parse_size": "values",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+
 
 __all__ = [
     "OVERRIDABLE",

@@ -44,9 +44,10 @@ execution or anything above.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 DEFAULT_RELATIONS = (
     "pgbench_accounts",
@@ -105,8 +106,24 @@ class ProbeResult:
     missing: list[str] = field(default_factory=list)
 
 
-from blocklab.probes.instrumentation import Bystander, Instrumentation  # noqa: E402
-from blocklab.probes.provenance import collect_provenance  # noqa: E402
+if TYPE_CHECKING:
+    from blocklab.probes.instrumentation import Bystander, Instrumentation
+    from blocklab.probes.provenance import collect_provenance
+
+# imported when first used: a light module of this package (footprint, derived) does not
+# load the samplers and psycopg (every `blocklab report` paid them on start)
+_LAZY = {
+    "Bystander": "instrumentation",
+    "Instrumentation": "instrumentation",
+    "collect_provenance": "provenance",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+
 
 __all__ = [
     "DEFAULT_RELATIONS",
