@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from blocklab.analysis import interleaved_checks as checks
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
+from blocklab.analysis.round_table import BASE_METRICS as ROUND_METRICS
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
 from blocklab.analysis.stats import EQUIVALENCE_PCT, Comparison
 from blocklab.analysis.summary import (
@@ -108,6 +110,9 @@ class ExperimentView:
     # sentences on measured windows whose rates drifted (blocklab.analysis.stationarity)
     stationarity: list[str] = field(default_factory=list)
     equivalence_pct: float = EQUIVALENCE_PCT  # X of "equal within ±X %"
+    # (variant id, metric) -> its per-round values, reduced once for the cells and kept
+    # for rounds.csv (round_table), which at 10,000 runs reduced every one a second time
+    reduced: dict[tuple[str, str], RoundValues] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.stored_name = self.stored_name or self.name
@@ -261,7 +266,7 @@ def load_experiment(
     metrics = [throughput if m.key == "tps" else m for m in shape.order_metrics(present)]
     design = design_of(exp)
     equivalence_pct = equivalence_of(exp)
-    _fill_cells(variants, runs, metrics, design, equivalence_pct)
+    reduced = _fill_cells(variants, runs, metrics, design, equivalence_pct)
     shown = name if host is None else f"{name} @ {host}"
     return ExperimentView(
         name=shown,
@@ -287,6 +292,7 @@ def load_experiment(
             else []
         ),
         equivalence_pct=equivalence_pct,
+        reduced=reduced,
     )
 
 
@@ -386,9 +392,10 @@ def _fill_cells(
     metrics: list[MetricInfo],
     design: str,
     equivalence_pct: float = EQUIVALENCE_PCT,
-) -> None:
+) -> dict[tuple[str, str], RoundValues]:
     """Each variant's statistics, paired by round with its own reference's; "equal"
-    within the experiment's ±X % (its [experiment] equivalence), as the summary says."""
+    within the experiment's ±X % (its [experiment] equivalence), as the summary says.
+    Returns the per-round values it reduced, by (variant id, metric)."""
     known = {v.variant_id for v in variants}
     refs = {v.reference_id for v in variants} | {v.variant_id for v in variants if v.is_reference}
     of: dict[str, list[RunView]] = {}  # each variant's runs: one pass, not one per cell
@@ -416,6 +423,34 @@ def _fill_cells(
             )
             if cell is not None:
                 v.cells[m.key] = cell
+    return reduced
+
+
+def round_table(exp: ExperimentView, metric_names: list[str]) -> Iterator[dict[str, Any]]:
+    """rounds.csv's rows (blocklab.analysis.round_table.round_rows: a row per variant,
+    metric of ROUND_METRICS then `metric_names` (the stored ones), and round) from the
+    view's runs, each (variant, metric) reduced once: those the cells reduced are reused."""
+    refs = {v.reference_id for v in exp.variants} - {None}
+    of: dict[str, list[RunView]] = {}
+    for r in exp.runs:
+        of.setdefault(r.variant_id, []).append(r)
+    metrics = list(ROUND_METRICS) + sorted(set(metric_names) - set(ROUND_METRICS))
+    for v in exp.variants:
+        vid = v.variant_id
+        for metric in metrics:
+            got = exp.reduced.get((vid, metric)) or round_values(
+                of.get(vid, []), vid, metric, exp.design, is_reference=vid in refs
+            )
+            for rnd in sorted(set(got.values) | set(got.dropped)):
+                yield {
+                    "experiment": exp.stored_name,
+                    "variant_id": vid,
+                    "label": v.label,
+                    "round": rnd,
+                    "metric": metric,
+                    "value": got.values.get(rnd),
+                    "left_out": got.dropped.get(rnd, ""),
+                }
 
 
 def load_run_detail(db: ResultsStore, run_id: int) -> RunDetail:

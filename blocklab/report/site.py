@@ -29,7 +29,7 @@ from typing import Any
 
 from blocklab import __version__, faults, proc
 from blocklab.analysis import stationarity
-from blocklab.analysis.round_table import ROUND_FIELDS, round_rows
+from blocklab.analysis.round_table import ROUND_FIELDS
 from blocklab.analysis.summary import ExperimentSummary
 from blocklab.economics import device_store
 from blocklab.errors import UserError
@@ -415,7 +415,7 @@ def write_runs_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
     host = exp.fleet_host or None
     runs = list(export.run_rows(db, exp.stored_name, host=host))
     w.put(f"e/{exp.slug}/runs.csv", export.csv_text(runs, export.RUN_FIELDS))
-    rounds = list(round_rows(db, exp.stored_name, host=host))
+    rounds = list(data.round_table(exp, db.metric_names(exp.stored_name)))
     w.put(f"e/{exp.slug}/rounds.csv", export.csv_text(rounds, ROUND_FIELDS))
 
 

@@ -8,20 +8,25 @@ import csv
 import random
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
-from report_fixture import SYNTHETIC
+from report_fixture import SYNTHETIC, write_synthetic_results
 
+from blocklab.analysis import round_table
 from blocklab.analysis.summary import summarize_experiment
 from blocklab.analysis.summary_table import verdict_lines
 from blocklab.cli import main
-from blocklab.report import data
+from blocklab.report import build_site, data, manifest, site
 from blocklab.report.pagedata import experiment_json
+from blocklab.report.writer import Writer
 from blocklab.store import ResultsDB, RunRecord
 
 NAME = "synthetic-abba"
 ROUNDS = 6
 WAL = "wal_bytes_per_xact"
+STORM = "4k8wext41024"  # the synthetic variant whose full-page images decay
+PAIRED = "synthetic-geometry"
 
 
 def _write(results: Path) -> None:
@@ -143,3 +148,48 @@ def test_the_summary_prints_the_half_palindrome_and_the_carryover(
     assert "runs right after a switch were" in out
     assert "compare with A B B A or a longer warm-up" in out
     assert "bs=4k: round 3: half a palindrome, left out" in out
+
+
+def _results(kind: str, abba: Path, tmp_path: Path) -> tuple[Path, str]:
+    if kind == "abba":
+        return abba, NAME
+    return write_synthetic_results(tmp_path / "paired", rounds=3, fpi_storm=STORM), PAIRED
+
+
+@pytest.mark.parametrize("kind", ["abba", "paired"])
+def test_the_site_s_rounds_csv_is_export_s(results: Path, tmp_path: Path, kind: str) -> None:
+    """The report's rounds.csv (data.round_table, from the reductions its cells made) is
+    byte for byte `blocklab export --csv`'s (round_table.round_rows, from the store): an
+    abba design with half a palindrome and a zero copy, and a paired one with a failed
+    run and series-only metrics."""
+    results, name = _results(kind, results, tmp_path)
+    site = build_site(results, tmp_path / "site")
+    assert main(["export", "--csv", str(tmp_path / "csv"), "--results", str(results)]) == 0
+    exported = (tmp_path / "csv" / "rounds.csv").read_text()
+    assert (site.out / "e" / data.slug(name) / "rounds.csv").read_text() == exported
+    left_out = "half a palindrome" if kind == "abba" else "SYNTHETIC failure"
+    assert exported.count("\n") > 10 and left_out in exported
+
+
+@pytest.mark.parametrize("kind", ["abba", "paired"])
+def test_rounds_csv_reduces_nothing_the_cells_reduced(
+    results: Path, tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every stored metric's per-round values were reduced for the page's cells; rounds.csv
+    reuses them (at 10,000 runs, reducing them again took an update 0.5 s)."""
+    results, name = _results(kind, results, tmp_path)
+    with ResultsDB(results, create=False) as db:
+        view = data.load_experiment(db, name)
+        assert view.reduced
+        calls: list[str] = []
+        for module in (data, round_table):
+            reduce = module.per_round_values
+
+            def counted(design: str, runs: Any, *, is_reference: bool, reduce: Any = reduce) -> Any:
+                calls.append(design)
+                return reduce(design, runs, is_reference=is_reference)
+
+            monkeypatch.setattr(module, "per_round_values", counted)
+        site.write_runs_csv(Writer(tmp_path, manifest.Manifest("test")), db, view)
+    assert calls == []
+    assert (tmp_path / "e" / view.slug / "rounds.csv").stat().st_size > 0
