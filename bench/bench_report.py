@@ -1,7 +1,7 @@
 """Report generation at scale: 1,000 runs with 60-second series (SYNTHETIC data).
 
     .venv/bin/python bench/bench_report.py [--runs 1000] [--experiments 1] [--seconds 60]
-        [--incremental] [--profile] [--unjudged]
+        [--incremental [--updates N]] [--profile] [--unjudged]
 
 Writes a temporary results database through ResultsDB (tests/report_fixture.py, made-up
 numbers), each run's stationarity trends kept as the experiment loop keeps them when it
@@ -20,7 +20,9 @@ import cProfile
 import filecmp
 import os
 import pstats
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,6 +64,9 @@ def main() -> None:
     ap.add_argument(
         "--unjudged", action="store_true", help="no run's trends kept: the report judges them"
     )
+    ap.add_argument(
+        "--updates", type=int, default=1, help="updates of each kind measured (their median)"
+    )
     args = ap.parse_args()
     variants = 5 * 4 * 2
     rounds = max(1, args.runs // variants // args.experiments)
@@ -78,7 +83,7 @@ def main() -> None:
                 keep_trends=not args.unjudged,
                 **MATRIX,
             )
-        t1, c1 = time.monotonic(), time.process_time()
+        t1, c1, w1 = time.monotonic(), time.process_time(), _children_cpu_s()
         prof = cProfile.Profile() if args.profile else None
         if prof:
             prof.enable()
@@ -86,13 +91,16 @@ def main() -> None:
         if prof:
             prof.disable()
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
-        t2, c2 = time.monotonic(), time.process_time()
+        t2, c2, w2 = time.monotonic(), time.process_time(), _children_cpu_s()
         print(
             f"runs: {r.runs} ({args.experiments} experiment(s) x {variants} variants x "
             f"{rounds} rounds), {args.seconds} s series"
         )
         print(f"writing the synthetic results DB: {t1 - t0:.1f} s")
-        print(f"generating the report: {t2 - t1:.1f} s ({c2 - c1:.1f} s CPU)")
+        print(
+            f"generating the report: {t2 - t1:.1f} s ({c2 - c1:.1f} s CPU here, "
+            f"{w2 - w1:.1f} s in its workers; load {os.getloadavg()[0]:.2f})"
+        )
         print_weight(tmp / "site", r)
         figures = {
             "full build": t2 - t1,
@@ -100,8 +108,15 @@ def main() -> None:
             "site total": r.total_bytes / 1e6,
         }
         if args.incremental:
-            judged = not args.unjudged
-            figures.update(incremental(tmp, args.seconds, profile=args.profile, judged=judged))
+            figures.update(
+                incremental(
+                    tmp,
+                    args.seconds,
+                    profile=args.profile,
+                    judged=not args.unjudged,
+                    updates=args.updates,
+                )
+            )
         print_goals(figures, r.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -143,40 +158,59 @@ def print_goals(figures: dict[str, float], runs: int) -> None:
 
 
 def incremental(
-    tmp: Path, seconds: int, *, profile: bool = False, judged: bool = True
+    tmp: Path, seconds: int, *, profile: bool = False, judged: bool = True, updates: int = 1
 ) -> dict[str, float]:
-    """One more run, then the update (cProfiled with `profile`); one more, updated by
-    `blocklab report` in a new process; then a full rebuild of the same data to compare.
-    Returns both updates' seconds."""
-    run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
-    prof = cProfile.Profile() if profile else None
-    t0, c0 = time.monotonic(), time.process_time()
-    if prof:
-        prof.enable()
-    r = build_site(tmp / "results", tmp / "site")
-    if prof:
-        prof.disable()
-    t1, c1 = time.monotonic(), time.process_time()
-    if prof:
-        pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
-    print(
-        f"one more run (#{run_id}): update {t1 - t0:.1f} s ({c1 - c0:.1f} s CPU, load "
-        f"{os.getloadavg()[0]:.2f}), {r.written} pages written, {r.kept} kept"
-    )
-    run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
-    t2 = time.monotonic()
-    subprocess.run(
-        [sys.executable, "-m", "blocklab.cli", "report", "--results", str(tmp / "results"),
-         "--out", str(tmp / "site")],
-        check=True, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    t3 = time.monotonic()
-    print(f"one more run (#{run_id}) by `blocklab report`, a new process: {t3 - t2:.1f} s")
+    """`updates` times, alternately: one more run, then the update in this process
+    (cProfiled the first time with `profile`); one more, updated by `blocklab report` in a
+    new process. Then a full rebuild of the same data to compare. Returns both updates'
+    median seconds (one figure on this shared machine is +-15 %)."""
+    here, command = [], []
+    for k in range(updates):
+        run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
+        prof = cProfile.Profile() if profile and k == 0 else None
+        t0, c0 = time.monotonic(), time.process_time()
+        if prof:
+            prof.enable()
+        r = build_site(tmp / "results", tmp / "site")
+        if prof:
+            prof.disable()
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+        t1, c1 = time.monotonic(), time.process_time()
+        here.append(t1 - t0)
+        print(
+            f"one more run (#{run_id}): update {t1 - t0:.2f} s ({c1 - c0:.2f} s CPU, load "
+            f"{os.getloadavg()[0]:.2f}), {r.written} pages written, {r.kept} kept"
+        )
+        run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
+        cpu0 = _children_cpu_s()
+        t2 = time.monotonic()
+        subprocess.run(
+            [sys.executable, "-m", "blocklab.cli", "report", "--results", str(tmp / "results"),
+             "--out", str(tmp / "site")],
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        t3 = time.monotonic()
+        command.append(t3 - t2)
+        print(
+            f"one more run (#{run_id}) by `blocklab report`, a new process: {t3 - t2:.2f} s "
+            f"({_children_cpu_s() - cpu0:.2f} s CPU)"
+        )
+    if updates > 1:
+        print(
+            f"medians of {updates}: update {statistics.median(here):.2f} s, as a command "
+            f"{statistics.median(command):.2f} s"
+        )
     full = build_site(tmp / "results", tmp / "full", full=True)
     print(f"full rebuild of the same data: {full.elapsed_s:.1f} s")
     same = filecmp.dircmp(tmp / "site", tmp / "full")
     print(f"update identical to the full rebuild: {_identical(same)}")
-    return {"one more run": t1 - t0, "as a command": t3 - t2}
+    return {"one more run": statistics.median(here), "as a command": statistics.median(command)}
+
+
+def _children_cpu_s() -> float:
+    """User and system CPU seconds of every child process waited for so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _identical(d: filecmp.dircmp[str]) -> bool:
