@@ -184,10 +184,12 @@ def incremental(
         run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
         cpu0 = _children_cpu_s()
         t2 = time.monotonic()
+        # in `tmp`: `-m` puts the working directory first on sys.path, and a blocklab
+        # there (this tree) would be imported instead of PYTHONPATH's (a "before" tree)
         subprocess.run(
             [sys.executable, "-m", "blocklab.cli", "report", "--results", str(tmp / "results"),
              "--out", str(tmp / "site")],
-            check=True, stdout=subprocess.DEVNULL,
+            check=True, stdout=subprocess.DEVNULL, cwd=tmp,
         )  # fmt: skip
         t3 = time.monotonic()
         command.append(t3 - t2)
