@@ -5,10 +5,10 @@ with why, from the one reduction the summary and the report use
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from blocklab.analysis.rounds import per_round_values
+from blocklab.analysis.rounds import RoundValues, per_round_values
 from blocklab.analysis.summary import design_of, run_values
 from blocklab.store import ResultsStore
 
@@ -25,22 +25,33 @@ def round_rows(
     variants = db.variants(experiment)
     refs = {v["reference_id"] or exp["reference"] for v in variants} - {None}
     runs = [r for r in db.runs(experiment) if host is None or r["host"] == host]
-    metrics = list(BASE_METRICS) + sorted(set(db.metric_names(experiment)) - set(BASE_METRICS))
     metrics_of = functools.cache(db.metrics)
     for v in variants:
         vid = v["variant_id"]
         mine = [r for r in runs if r["variant_id"] == vid]
-        for metric in metrics:
+        for metric in metric_order(db.metric_names(experiment)):
             got = per_round_values(
                 design, run_values(db, mine, metric, metrics_of), is_reference=vid in refs
             )
-            for rnd in sorted(set(got.values) | set(got.dropped)):
-                yield {
-                    "experiment": experiment,
-                    "variant_id": vid,
-                    "label": v["label"],
-                    "round": rnd,
-                    "metric": metric,
-                    "value": got.values.get(rnd),
-                    "left_out": got.dropped.get(rnd, ""),
-                }
+            yield from rows_of(experiment, vid, v["label"], metric, got)
+
+
+def metric_order(stored: Iterable[str]) -> list[str]:
+    """rounds.csv's metrics: BASE_METRICS, then the other stored ones sorted."""
+    return list(BASE_METRICS) + sorted(set(stored) - set(BASE_METRICS))
+
+
+def rows_of(
+    experiment: str, variant_id: str, label: str, metric: str, got: RoundValues
+) -> Iterator[dict[str, Any]]:
+    """One variant's rows of one metric: each round's value, or why it has none."""
+    for rnd in sorted(set(got.values) | set(got.dropped)):
+        yield {
+            "experiment": experiment,
+            "variant_id": variant_id,
+            "label": label,
+            "round": rnd,
+            "metric": metric,
+            "value": got.values.get(rnd),
+            "left_out": got.dropped.get(rnd, ""),
+        }

@@ -19,7 +19,7 @@ from blocklab.analysis import interleaved_checks as checks
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
-from blocklab.analysis.round_table import BASE_METRICS as ROUND_METRICS
+from blocklab.analysis.round_table import metric_order, rows_of
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
 from blocklab.analysis.stats import EQUIVALENCE_PCT, Comparison
 from blocklab.analysis.summary import (
@@ -428,29 +428,21 @@ def _fill_cells(
 
 def round_table(exp: ExperimentView, metric_names: list[str]) -> Iterator[dict[str, Any]]:
     """rounds.csv's rows (blocklab.analysis.round_table.round_rows: a row per variant,
-    metric of ROUND_METRICS then `metric_names` (the stored ones), and round) from the
-    view's runs, each (variant, metric) reduced once: those the cells reduced are reused."""
+    metric (`metric_names`: the stored ones, in round_table.metric_order) and round) from
+    the view's runs, each (variant, metric) reduced once: those the cells reduced are
+    reused."""
     refs = {v.reference_id for v in exp.variants} - {None}
     of: dict[str, list[RunView]] = {}
     for r in exp.runs:
         of.setdefault(r.variant_id, []).append(r)
-    metrics = list(ROUND_METRICS) + sorted(set(metric_names) - set(ROUND_METRICS))
+    metrics = metric_order(metric_names)
     for v in exp.variants:
         vid = v.variant_id
         for metric in metrics:
             got = exp.reduced.get((vid, metric)) or round_values(
                 of.get(vid, []), vid, metric, exp.design, is_reference=vid in refs
             )
-            for rnd in sorted(set(got.values) | set(got.dropped)):
-                yield {
-                    "experiment": exp.stored_name,
-                    "variant_id": vid,
-                    "label": v.label,
-                    "round": rnd,
-                    "metric": metric,
-                    "value": got.values.get(rnd),
-                    "left_out": got.dropped.get(rnd, ""),
-                }
+            yield from rows_of(exp.stored_name, vid, v.label, metric, got)
 
 
 def load_run_detail(db: ResultsStore, run_id: int) -> RunDetail:
