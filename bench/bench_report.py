@@ -84,13 +84,7 @@ def main() -> None:
                 **MATRIX,
             )
         t1, c1, w1 = time.monotonic(), time.process_time(), _children_cpu_s()
-        prof = cProfile.Profile() if args.profile else None
-        if prof:
-            prof.enable()
-        r = build_site(tmp / "results", tmp / "site")
-        if prof:
-            prof.disable()
-            pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+        r = _build(tmp, profile_lines=30 if args.profile else 0)
         t2, c2, w2 = time.monotonic(), time.process_time(), _children_cpu_s()
         print(
             f"runs: {r.runs} ({args.experiments} experiment(s) x {variants} variants x "
@@ -167,14 +161,8 @@ def incremental(
     here, command = [], []
     for k in range(updates):
         run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
-        prof = cProfile.Profile() if profile and k == 0 else None
         t0, c0 = time.monotonic(), time.process_time()
-        if prof:
-            prof.enable()
-        r = build_site(tmp / "results", tmp / "site")
-        if prof:
-            prof.disable()
-            pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+        r = _build(tmp, profile_lines=40 if profile and k == 0 else 0)
         t1, c1 = time.monotonic(), time.process_time()
         here.append(t1 - t0)
         print(
@@ -207,6 +195,19 @@ def incremental(
     same = filecmp.dircmp(tmp / "site", tmp / "full")
     print(f"update identical to the full rebuild: {_identical(same)}")
     return {"one more run": statistics.median(here), "as a command": statistics.median(command)}
+
+
+def _build(tmp: Path, *, profile_lines: int = 0) -> SiteResult:
+    """build_site of the bench's results into its site; with `profile_lines`, cProfiled
+    and that many lines of the profile printed (cumulative time)."""
+    prof = cProfile.Profile() if profile_lines else None
+    if prof:
+        prof.enable()
+    r = build_site(tmp / "results", tmp / "site")
+    if prof:
+        prof.disable()
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(profile_lines)
+    return r
 
 
 def _children_cpu_s() -> float:
