@@ -247,38 +247,44 @@ def view_totals(c: Cluster) -> dict[str, float]:
 
 
 def test_last_second_is_not_the_exit_flush(paths: Paths, pg18_8k: Installation) -> None:
-    """Backends flush their statistics at most once a second and as they exit: the run's
-    last second must not carry that backlog (it was ~1.5-2x the median before), while
-    the series plus the final flush still add up to the views' differences."""
+    """Backends flush their statistics at most once a second and as they exit: that exit
+    backlog is the run's final flush, never its last second, also when 1 Hz ticks fall
+    after the clients have gone (the test waits for one), and the series plus the final
+    flush still add up to the views' differences."""
     c = make_cluster(paths, pg18_8k, SETTINGS)
     try:
         pgbench(c, ["-i", "-s", "1", "-q"])
         before = view_totals(c)
         inst = Instrumentation(context_for(c, measure_space=False))
+        begun = time.time()
         inst.begin()
         out = pgbench(c, ["-n", "-c", "4", "-j", "2", "-T", "6"]).stdout
-        res = inst.end(1, 6.0)  # as the runner does: right after the workload ends
+        exited_s = time.time() - begun
+        time.sleep(1.3)  # at least one tick after the clients left, as on a loaded machine
+        res = inst.end(1, 6.0)
         after = view_totals(c)
     finally:
         remove_cluster(c)
     assert "tps" in out
     s = res.series
     for counter in ("blks_hit", "xact_commit", "n_tup_hot_upd"):
-        values = [v or 0.0 for _, v in s[f"{counter}_per_s"]]
+        points = s[f"{counter}_per_s"]
+        values = [v or 0.0 for _, v in points]
         assert len(values) >= 5, values
-        median, busiest = statistics.median(values[1:-1]), max(values[1:-1])
+        median = statistics.median(values[1:-1])
         (t_final, final), *rest = s[f"{counter}_final_flush"]
         assert rest == [] and final is not None and final > 0
-        # The backends' exit flush (about half a second of their work) is the final flush,
-        # not the last second: the last second is no spike against the run's other seconds
-        # (on a machine loaded by builds those vary widely: 19,550 to 38,434 blocks hit a
-        # second in one CI run), also when a 1 Hz tick fell between pgbench's exit and
-        # end(), or after some of the 4 clients had left (the series ends before the count's
-        # final fall: derived.while_clients; CI once read 5,322 against a median of 3,085)
-        assert values[-1] < max(1.6 * median, 1.25 * busiest), (counter, values, final)
+        # The series ends at a tick taken while the clients were there (derived.while_clients):
+        # the ticks after pgbench's exit, which read the exit flush, are not seconds of it.
+        # Their magnitude is no test: beside a build, one run's seconds read 20,606 to
+        # 51,164 blocks hit (a flush a backend could not take its lock for comes a second
+        # later), so an exit flush drawn as a second would look like a busy one. Where the
+        # backlog went is the test: a final flush without it would hold only the probes'
+        # own session (a few blocks, no HOT update), not a tenth of a second of the run.
+        assert points[-1][0] < exited_s, (counter, points[-1][0], exited_s)
         assert final >= 0.1 * median, (counter, values, final)  # the flush is here
-        assert t_final > s[f"{counter}_per_s"][-1][0]
-        total = integral(s[f"{counter}_per_s"]) + final
+        assert t_final > exited_s
+        total = integral(points) + final
         view_delta = after[counter] - before[counter]
         if counter == "n_tup_hot_upd":  # only pgbench updates rows: exact
             assert total == pytest.approx(view_delta, rel=1e-9)
