@@ -115,11 +115,13 @@ def in_background(
 DEFAULT_CACHE = "/var/lib/blocklab/cache"
 NO_PREBUILD = "BLOCKLAB_TEST_PREBUILD"  # "0": the session starts no builds of its own
 PARENT_MAKE = {"MAKELEVEL": "1", "MAKEFLAGS": "w", "MFLAGS": "-w"}
-# The tests' builds are compiled at -O1 (COPT is appended to PostgreSQL's CFLAGS, and is
-# part of the build key): no test asserts a speed, and -O1 compiled src/backend/access in
-# 23.3 to 24.5 CPU s against 31.0 to 32.2 at -O2 here (builds are most of CI's CPU). A
-# COPT already in the environment is kept. `blocklab run` and `make demo` compile at -O2.
-TEST_COMPILE = {"COPT": "-O1"}
+# The tests' builds are compiled at -Og (COPT is appended to PostgreSQL's CFLAGS, and is
+# part of the build key): no test asserts a speed. A whole 8/8 or 4/8 build here took 216
+# and 220 CPU s (125 to 129 s) at -Og against 257 to 269 (147 to 150 s) at -O1, and its
+# server was as fast (pgbench -i -s 10: 1.2 to 1.3 s against 1.3 to 1.4); -O0 took 173 to
+# 192 CPU s but halved the server's speed (2.4 to 2.5 s), which the tests pay back. A COPT
+# already in the environment is kept. `blocklab run` and `make demo` compile at -O2.
+TEST_COMPILE = {"COPT": "-Og"}
 
 
 def session_env(environ: dict[str, str], home: Path) -> dict[str, str]:

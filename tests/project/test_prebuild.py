@@ -101,11 +101,11 @@ def test_the_background_builds_compile_as_the_session_does(
 ) -> None:
     """The background builds (prebuild.session_env, from make's environment) and a test's
     own ensure_build (this session's, set by conftest) have the same compiler variables,
-    -O1 included: else every test that needs a build would make it again beside them."""
+    -Og included: else every test that needs a build would make it again beside them."""
     from blocklab.postgres import build
 
     session = build.compiler_environment()
-    assert session["COPT"] == "-O1"
+    assert session["COPT"] == "-Og"
     outside = {k: v for k, v in os.environ.items() if k not in prebuild.TEST_COMPILE}
     env = prebuild.session_env(outside, tmp_path)
     for name in build.COMPILER_VARIABLES:
