@@ -120,7 +120,8 @@ def main() -> None:
             text = experiment_file(args.builds, args.rounds, args.duration, args.scale)
         spec.write_text(text)
         env = os.environ | {"BLOCKLAB_HOME": str(paths.home), "BLOCKLAB_CACHE": str(paths.cache)}
-        cli = [sys.executable, "-m", "blocklab.cli"]
+        # -P: PYTHONPATH's blocklab (a tree under test), never the working directory's
+        cli = [sys.executable, "-P", "-m", "blocklab.cli"]
         subprocess.run([*cli, "run", str(spec), "--quiet"], env=env, check=True)
         if args.env_pad:
             subprocess.run([*cli, "summary", name], env=env, check=True)

@@ -54,7 +54,8 @@ def main() -> int:
     flags = [f"--{k}={v}" for k, v in overrides.items()] + [f"--rounds={args.rounds}"]
     with scratch_home("bench-plan-eta-") as (paths, _state):
         env = {**os.environ, "BLOCKLAB_HOME": str(paths.home), "BLOCKLAB_CACHE": str(paths.cache)}
-        argv = [sys.executable, "-m", "blocklab.cli", "run", args.file, *flags]
+        # -P: PYTHONPATH's blocklab (a tree under test), never the working directory's
+        argv = [sys.executable, "-P", "-m", "blocklab.cli", "run", args.file, *flags]
         t0 = time.monotonic()
         done = subprocess.run(argv, env=env, capture_output=True, text=True)
         wall_s = time.monotonic() - t0
