@@ -1,10 +1,14 @@
 """The order of the test session for `make test`'s two workers (-n 2 --dist load).
 
-The workers take the tests in this order: first those that need no build (they run while
-tests/prebuild.py makes the builds in the background), then the others by the build they
-wait for, in the order the background process makes them, the longest
-(`alongside(minutes)`) first among equals. A worker then seldom waits on a build that is
-not made yet, and the long tests do not end the session alone.
+The workers take the tests that need a build first, by the build they wait for, in the
+order the background process makes them (tests/prebuild.py), the longest
+(`alongside(minutes)`) first among equals; the ~1,500 that need none come last. The
+builds' make runs at niceness -10, so while it compiles the tests get about a tenth of
+the CPUs: a test that mostly waits on servers, checkpoints and timers (most that need a
+build) gets on at the clock's pace then, while the tests that need none are pure CPU and
+crawled (CI, 2026-11-29: 6.8 min of both workers before the first build test started,
+about 3 on the free CPUs). A worker that reaches a build not made yet waits on its lock,
+which costs no CPU the builds could use.
 
 Not --dist loadgroup: with pytest 9.2 it ignores every xdist_group (pytest-xdist issue
 1386), so the tests have run two at a time, in any pairing, since then."""
@@ -46,6 +50,9 @@ def ready_at(item: pytest.Item) -> int:
 
 
 def sort_key(item: pytest.Item) -> tuple[int, float]:
-    """By the time a test's builds are ready, then the longest first."""
+    """By the time a test's builds are ready, then the longest first; last, the tests
+    that need no build (ready_at -1)."""
+    ready = ready_at(item)
     alongside = item.get_closest_marker("alongside")
-    return (ready_at(item), -float(alongside.args[0]) if alongside is not None else 0.0)
+    phase = len(prebuild.PREBUILT) + 1 if ready < 0 else ready
+    return (phase, -float(alongside.args[0]) if alongside is not None else 0.0)
