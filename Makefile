@@ -89,14 +89,18 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-# Two workers take the tests in the order tests/conftest.py gives them: those that need no
-# build first, then by the time their builds are made in the background (tests/prebuild.py),
-# longest first. Not --dist loadgroup: with pytest 9.2 it ignores every xdist_group
-# (pytest-xdist issue 1386), so a group is no promise. TEST_WORKERS=0: one process.
+# Two workers take the tests in the order tests/conftest.py gives them: those that need a
+# build first, by the time their builds are made in the background (tests/prebuild.py),
+# longest first, then those that need none. --maxschedchunk 1: a worker is handed one test
+# at a time (it holds two), so the build tests are shared as workers come free; --dist
+# load's first hand-out gave the first worker a quarter of the session in one block, all
+# the build tests with it. Not --dist loadgroup: with pytest 9.2 it ignores every
+# xdist_group (pytest-xdist issue 1386), so a group is no promise. TEST_WORKERS=0: one
+# process.
 TEST_WORKERS ?= 2
 
 pytest: setup
-	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist load $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist load --maxschedchunk 1 $(PYTEST_ARGS)
 
 # The session's PostgreSQL builds start as soon as the packages and the venv are there,
 # in the background of go-tpc's build, ruff, mypy and pytest (tests/prebuild.py).

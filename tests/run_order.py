@@ -1,4 +1,5 @@
-"""The order of the test session for `make test`'s two workers (-n 2 --dist load).
+"""The order of the test session for `make test`'s two workers (-n 2 --dist load
+--maxschedchunk 1: one test handed out at a time, so this order is the order they start).
 
 The workers take the tests that need a build first, by the build they wait for, in the
 order the background process makes them (tests/prebuild.py), the longest
