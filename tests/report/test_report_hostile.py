@@ -59,9 +59,11 @@ def test_every_file_of_the_site_stays_inside_it(hostile_site: Path) -> None:
     assert files
     for p in files:
         assert root in p.resolve().parents, p
-    for p in hostile_site.parent.parent.rglob("*escape*"):  # the whole pytest base
-        if p.is_file():  # files: other tests' directories are named after them ("...escapes...")
-            assert root in p.resolve().parents, p
+    # the whole pytest base: what the hostile name would make, named "escape..." (other
+    # tests' directories are named after them, "test_...escapes...", and hold files such
+    # as PostgreSQL's src/test/modules/test_escape/test_escape.c)
+    for p in hostile_site.parent.parent.rglob("escape*"):
+        assert root in p.resolve().parents, p
     assert not Path("/tmp/escape").exists()
 
 
