@@ -107,7 +107,10 @@ def assert_good_run(rec: RunRecord, db: ResultsDB | None = None) -> None:
     tps = rec.series["tps"]
     times = [t for t, _ in tps]
     duration_s = rec.provenance["pgbench_report"]["duration_s"]
-    assert times == [float(i) for i in range(1, duration_s + 1)]  # one row per second
+    # one row a second, stamped with the time pgbench printed it (its elapsed time, %.1f):
+    # on a loaded machine a line can come a tenth of a second or so late
+    assert len(times) == duration_s, times
+    assert all(abs(t - s) < 0.5 for s, t in enumerate(times, 1)), times
     assert len(rec.series["latency_ms"]) == len(times)
     per_second_sum = sum(v or 0 for _, v in tps)
     assert abs(per_second_sum - rec.transactions) <= 0.01 * rec.transactions + len(times)
