@@ -34,7 +34,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from scratch_home import scratch_home
+from scratch_home import blocklab_argv, scratch_home
 
 from blocklab.analysis import layout
 from blocklab.analysis.summary import round_copies
@@ -120,11 +120,9 @@ def main() -> None:
             text = experiment_file(args.builds, args.rounds, args.duration, args.scale)
         spec.write_text(text)
         env = os.environ | {"BLOCKLAB_HOME": str(paths.home), "BLOCKLAB_CACHE": str(paths.cache)}
-        # -P: PYTHONPATH's blocklab (a tree under test), never the working directory's
-        cli = [sys.executable, "-P", "-m", "blocklab.cli"]
-        subprocess.run([*cli, "run", str(spec), "--quiet"], env=env, check=True)
+        subprocess.run(blocklab_argv("run", str(spec), "--quiet"), env=env, check=True)
         if args.env_pad:
-            subprocess.run([*cli, "summary", name], env=env, check=True)
+            subprocess.run(blocklab_argv("summary", name), env=env, check=True)
         found = layout.spread(per_build_rounds(paths.results, name))
     if found is None:
         sys.exit("bench_layout: fewer than 2 complete rounds of 2 builds")

@@ -25,7 +25,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from scratch_home import scratch_home
+from scratch_home import blocklab_argv, scratch_home
 
 from blocklab.execution import plan
 from blocklab.experiment_file import loader
@@ -54,8 +54,7 @@ def main() -> int:
     flags = [f"--{k}={v}" for k, v in overrides.items()] + [f"--rounds={args.rounds}"]
     with scratch_home("bench-plan-eta-") as (paths, _state):
         env = {**os.environ, "BLOCKLAB_HOME": str(paths.home), "BLOCKLAB_CACHE": str(paths.cache)}
-        # -P: PYTHONPATH's blocklab (a tree under test), never the working directory's
-        argv = [sys.executable, "-P", "-m", "blocklab.cli", "run", args.file, *flags]
+        argv = blocklab_argv("run", args.file, *flags)
         t0 = time.monotonic()
         done = subprocess.run(argv, env=env, capture_output=True, text=True)
         wall_s = time.monotonic() - t0

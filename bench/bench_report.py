@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from report_fixture import add_synthetic_run, write_synthetic_results  # noqa: E402
+from scratch_home import blocklab_argv  # noqa: E402
 
 from blocklab.report import SiteResult, build_site  # noqa: E402
 
@@ -172,12 +173,9 @@ def incremental(
         run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
         cpu0 = _children_cpu_s()
         t2 = time.monotonic()
-        # in `tmp`: `-m` puts the working directory first on sys.path, and a blocklab
-        # there (this tree) would be imported instead of PYTHONPATH's (a "before" tree)
         subprocess.run(
-            [sys.executable, "-m", "blocklab.cli", "report", "--results", str(tmp / "results"),
-             "--out", str(tmp / "site")],
-            check=True, stdout=subprocess.DEVNULL, cwd=tmp,
+            blocklab_argv("report", "--results", str(tmp / "results"), "--out", str(tmp / "site")),
+            check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
         t3 = time.monotonic()
         command.append(t3 - t2)

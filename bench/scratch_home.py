@@ -4,12 +4,14 @@
         with Lab(paths, state) as lab: ...
 
 On the way out every storage the state file names is released and the home removed.
+`blocklab_argv(...)` is the command line of a blocklab command run in it.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,3 +36,10 @@ def scratch_home(prefix: str) -> Iterator[tuple[Paths, State]]:
         if left:
             print("released leftovers:", left)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def blocklab_argv(*args: str) -> list[str]:
+    """A blocklab command as a new process of this Python. -P: the blocklab it imports is
+    PYTHONPATH's (a tree under test, e.g. a "before" worktree) or the installed one, never
+    the working directory's, which `-m` would otherwise put first on sys.path."""
+    return [sys.executable, "-P", "-m", "blocklab.cli", *args]
