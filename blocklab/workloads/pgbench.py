@@ -8,9 +8,12 @@ pgbench tables work unchanged. The result is what pgbench users expect from a de
 run, with the vacuum outside the timed part.
 
 Per-second series come from the `-P 1` progress lines: they cover the whole run (their
-tps add up to the reported transactions). The measured run writes a per-transaction log
-sampled at blocklab.workloads.pgbench_latency.SAMPLING_RATE (`-l --sampling-rate`), for
-its latency percentiles; it is kept raw, and its coverage is recorded. Runs stored before
+tps add up to the reported transactions), but for its last second at times: pgbench's first
+thread prints a line when it finds the second passed and leaves its loop once its clients
+are done, which at the end of the run can come first (threadRun). The measured run writes
+a per-transaction log sampled at blocklab.workloads.pgbench_latency.SAMPLING_RATE (`-l
+--sampling-rate`), for its latency percentiles; it is kept raw, and its coverage is
+recorded. Runs stored before
 wrote the aggregate log (`--aggregate-interval=1`, parsed below) instead, which has no
 percentiles and does not cover the whole run: pgbench writes an interval only when a later
 transaction completes, so the last interval(s) of each thread are lost (measured here: 4

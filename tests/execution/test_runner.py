@@ -108,12 +108,18 @@ def assert_good_run(rec: RunRecord, db: ResultsDB | None = None) -> None:
     times = [t for t, _ in tps]
     duration_s = rec.provenance["pgbench_report"]["duration_s"]
     # one row a second, stamped with the time pgbench printed it (its elapsed time, %.1f):
-    # on a loaded machine a line can come a tenth of a second or so late
-    assert len(times) == duration_s, times
+    # on a loaded machine a line can come a tenth of a second or so late. The last second's
+    # row can be missing: pgbench's first thread prints a report when it finds the second
+    # passed, and leaves its loop once its clients are done, which at the end of the run
+    # can come first (threadRun); seen once in CI's load, [1.0, 2.0] for a 3 s run
+    assert duration_s - 1 <= len(times) <= duration_s, times
     assert all(abs(t - s) < 0.5 for s, t in enumerate(times, 1)), times
     assert len(rec.series["latency_ms"]) == len(times)
     per_second_sum = sum(v or 0 for _, v in tps)
-    assert abs(per_second_sum - rec.transactions) <= 0.01 * rec.transactions + len(times)
+    if len(times) == duration_s:
+        assert abs(per_second_sum - rec.transactions) <= 0.01 * rec.transactions + len(times)
+    else:
+        assert per_second_sum < rec.transactions
     for name in ("pgbench.argv", "pgbench.stdout", "pgbench.stderr", "server.log"):
         assert (raw_dir / name).exists(), name
     assert (raw_dir / "pgbench.exit_code").read_text().strip() == "0"
