@@ -49,7 +49,7 @@ from blocklab.report.rawfiles import copy_raw
 from blocklab.report.writer import MARKER, Writer, WriterState
 from blocklab.store import ResultsStore, export
 
-RUNS_PER_PAGE = 500  # runs listed per page: the experiment page, then runs-<n>.html
+RUNS_PER_PAGE = 500  # runs listed per page: the experiment page, then runs-<v>-<n>.html
 MAX_FAILED_LISTED = 200  # failed runs listed on the experiment page (all are in runs.csv)
 
 
@@ -448,18 +448,14 @@ def write_runs_lists(
     has_queries: bool = False,
     extras: dict[str, Any] | None = None,
 ) -> None:
-    """The experiment page, with its runs inline up to RUNS_PER_PAGE runs, else on
-    runs-<n>.html pages of RUNS_PER_PAGE runs each (the page then lists the variants)."""
+    """The experiment page, with its runs inline up to RUNS_PER_PAGE runs, else each
+    variant's runs on pages of their own, RUNS_PER_PAGE a page (runs_pages): a new run
+    rewrites its variant's last page, not every page after it."""
     base = f"e/{exp.slug}"
     grouped = exp.runs_by_variant()
     by_variant = {v.variant_id: grouped[v.variant_id] for v in exp.variants}
-    pages = paginate([(v, by_variant[v.variant_id]) for v in exp.variants], RUNS_PER_PAGE)
-    paged = len(pages) > 1
-    first_page = {}
-    for n, groups in enumerate(pages, 1):
-        for v, _, cont in groups:
-            if not cont:
-                first_page[v.variant_id] = n
+    paged = len(exp.runs) > RUNS_PER_PAGE
+    lists = runs_pages(exp.variants, by_variant, RUNS_PER_PAGE) if paged else []
     ref_ids = dict.fromkeys(v.variant_id for v in exp.variants if v.is_reference)
     w.page(
         f"{base}/index.html",
@@ -471,47 +467,54 @@ def write_runs_lists(
         failed_count={v: sum(r.status != "ok" for r in rs) for v, rs in by_variant.items()},
         run_counts={v: len(rs) for v, rs in by_variant.items()},
         failed_runs=exp.failed_runs[:MAX_FAILED_LISTED],
-        groups=[] if paged else (pages[0] if pages else []),
-        run_pages=len(pages) if paged else 0,
-        first_page=first_page,
+        groups=[] if paged else [(v, by_variant[v.variant_id], False) for v in exp.variants],
+        paged=paged,
+        runs_per_page=RUNS_PER_PAGE,
+        first_pages={p.variant.variant_id: p for p in lists if p.number == 1},
         has_queries=has_queries,
         stationarity_rule=stationarity.RULE,
         data=experiment_json(exp) | (extras or {}),
         io=io_contexts.io_table(exp.variants),
     )
-    for n, groups in enumerate(pages if paged else [], 1):
+    for page in lists:
         w.page(
-            f"{base}/runs-{n}.html",
+            f"{base}/{page.name(page.number)}",
             "runs.html",
             page="runs",
             charts=False,
             exp=exp,
-            groups=groups,
-            number=n,
-            run_pages=len(pages),
+            groups=[(page.variant, page.runs, page.number > 1)],
+            at=page,
         )
 
 
-def paginate(
-    groups: list[tuple[VariantView, list[RunView]]], size: int
-) -> list[list[tuple[VariantView, list[RunView], bool]]]:
-    """Split the runs, grouped by variant, into pages of at most `size` runs; a group cut
-    by a page break goes on with continued=True."""
-    pages: list[list[tuple[VariantView, list[RunView], bool]]] = [[]]
-    room = size
-    for v, runs in groups:
-        cont = False
-        while True:
-            if room == 0:
-                pages.append([])
-                room = size
-            part, runs = runs[:room], runs[room:]
-            pages[-1].append((v, part, cont))
-            room -= len(part)
-            cont = True
-            if not runs:
-                break
-    return pages if pages[0] else []
+@dataclass(frozen=True)
+class RunsPage:
+    """Page `number` of `pages` of one variant's runs: runs-<index>-<number>.html, its
+    index the variant's place in the experiment (1 on)."""
+
+    variant: VariantView
+    index: int
+    number: int
+    pages: int
+    runs: list[RunView]
+
+    def name(self, number: int) -> str:
+        return f"runs-{self.index}-{number}.html"
+
+
+def runs_pages(
+    variants: list[VariantView], runs_of: dict[str, list[RunView]], size: int
+) -> list[RunsPage]:
+    """Each variant's runs, in their order, on pages of at most `size` runs; a variant
+    without runs has no page."""
+    out = []
+    for index, v in enumerate(variants, 1):
+        runs = runs_of[v.variant_id]
+        pages = -(-len(runs) // size)
+        for k in range(pages):
+            out.append(RunsPage(v, index, k + 1, pages, runs[k * size : (k + 1) * size]))
+    return out
 
 
 def write_run(

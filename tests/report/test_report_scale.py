@@ -101,6 +101,38 @@ def test_one_more_run_rewrites_only_its_pages_and_matches_a_full_rebuild(
     assert _same_tree(out, tmp_path / "full") == []
 
 
+def test_runs_are_listed_by_variant_and_a_new_run_rewrites_one_list_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past RUNS_PER_PAGE runs, each variant's runs are on pages of their own
+    (runs-<variant>-<n>.html, linked from the experiment page and to each other): one
+    more run of the first variant rewrites that variant's last list page and no other."""
+    monkeypatch.setattr(site, "RUNS_PER_PAGE", 4)
+    res = write_synthetic_results(tmp_path / "results", rounds=5, seconds=10)
+    out = tmp_path / "site"
+    build_site(res, out)
+    exp_dir = out / "e" / NAME
+    lists = sorted(p.name for p in exp_dir.glob("runs-*.html"))
+    assert lists == sorted(f"runs-{v}-{n}.html" for v in range(1, 7) for n in (1, 2))
+    index = (exp_dir / "index.html").read_text()
+    assert all(f'href="runs-{v}-1.html"' in index for v in range(1, 7))
+    assert "30 runs, listed by variant, 4 a page" in index
+    first, second = ((exp_dir / f"runs-1-{n}.html").read_text() for n in (1, 2))
+    assert 'href="runs-1-2.html" id="next-page"' in first and "prev-page" not in first
+    assert 'href="runs-1-1.html" id="prev-page"' in second and "next-page" not in second
+    assert first.count('class="run-link"') == 4 and second.count('class="run-link"') == 1
+
+    before = _snapshot(out)
+    add_synthetic_run(res, NAME, seconds=10)
+    build_site(res, out)
+    after = _snapshot(out)
+    changed = sorted(
+        k for k in after if k.startswith(f"e/{NAME}/runs-") and before.get(k) != after[k]
+    )
+    assert changed == [f"e/{NAME}/runs-1-2.html"]
+    assert _same_tree(out, build_site(res, tmp_path / "full", full=True).out) == []
+
+
 def test_a_run_page_missing_from_the_site_is_written_again(tmp_path: Path) -> None:
     """The run pages kept are those the runs directory lists: one deleted is written
     again (and only it), the site then as a full rebuild."""
