@@ -28,17 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from blocklab import __version__, faults, proc
-from blocklab.analysis import stationarity
 from blocklab.analysis.round_table import ROUND_FIELDS
 from blocklab.analysis.summary import ExperimentSummary
 from blocklab.economics import device_store
 from blocklab.errors import UserError
-from blocklab.report import data, devices, explain, io_contexts, manifest, parallel
+from blocklab.report import data, devices, explain, manifest, parallel
+from blocklab.report.cell_cache import CellCache
 from blocklab.report.data import ExperimentView, RunView, VariantView
 from blocklab.report.headline import headline_lines
 from blocklab.report.pagedata import (
     compare_json,
-    experiment_json,
     grid_json,
     pack,
     run_json,
@@ -46,11 +45,9 @@ from blocklab.report.pagedata import (
 )
 from blocklab.report.queries import write_queries
 from blocklab.report.rawfiles import copy_raw
+from blocklab.report.runs_lists import write_runs_lists
 from blocklab.report.writer import MARKER, Writer, WriterState
 from blocklab.store import ResultsStore, export
-
-RUNS_PER_PAGE = 500  # runs listed per page: the experiment page, then runs-<v>-<n>.html
-MAX_FAILED_LISTED = 200  # failed runs listed on the experiment page (all are in runs.csv)
 
 
 @dataclass(frozen=True)
@@ -220,15 +217,18 @@ def _generate(
     keys = data.experiment_keys(db)
     summaries_of = functools.partial(_summaries, db, keys, fresh)
     with parallel.begun(summaries_of, fork=update) as summaries_done:
-        exps = data.load_experiments(db, judge_drift=False)  # the summary judges the series
+        cells = CellCache(w.old.stats)
+        # the summary judges the series
+        exps = data.load_experiments(db, judge_drift=False, cell_stats=cells.cell_stats)
+        w.new.stats = cells.used
         _unique_slugs(exps)
         summaries = {}
         for k, exp in enumerate(exps):
             with run_pages_started(w, db, results, exp) as pages:  # in workers, meanwhile:
                 if not update:
                     summaries_done()  # made here now, while the workers write the run pages
-                summary = functools.partial(lambda k: summaries_done()[k], k)
-                summaries[exp.slug] = write_experiment(w, db, exp, summary, pages)
+                made = functools.partial(lambda k: summaries_done()[k], k)
+                summaries[exp.slug] = write_experiment(w, db, exp, made, pages)
     w.page(
         "index.html",
         "index.html",
@@ -247,12 +247,19 @@ def _generate(
 
 def _summaries(
     db: ResultsStore, keys: list[tuple[str, str | None]], fresh: bool, forked: bool
-) -> list[ExperimentSummary]:
-    """The summary of each view in `keys` (explain.summary_for); `forked`: on a
+) -> list[tuple[ExperimentSummary, str]]:
+    """The summary of each view in `keys` (explain.summary_for) and its runs.csv: what
+    needs the stored runs, not the view the main process makes meanwhile; `forked`: on a
     connection of this process's own."""
     store = db.reopen() if forked else db
     try:
-        return [explain.summary_for(store, name, host or None, fresh=fresh) for name, host in keys]
+        return [
+            (
+                explain.summary_for(store, name, host or None, fresh=fresh),
+                runs_csv_text(store, name, host or None),
+            )
+            for name, host in keys
+        ]
     finally:
         if forked:
             store.close()
@@ -306,11 +313,15 @@ def copy_assets(w: Writer) -> None:
 Tps = dict[int, list[tuple[float, float | None]]]
 
 
-def run_digest(exp: ExperimentView, run: RunView, variant: VariantView) -> str:
-    """What a run's page and files are made of (runs are immutable once recorded)."""
-    return manifest.digest(
-        [exp.name, exp.slug, vars(run), variant.label, variant.dims, variant.variant]
-    )
+def run_digest(run: RunView, of_variant: str) -> str:
+    """What a run's page and files are made of (runs are immutable once recorded):
+    `of_variant` the digest of its experiment's and variant's part (variant_digest),
+    made once a variant, not once a run."""
+    return manifest.digest([of_variant, vars(run)])
+
+
+def variant_digest(exp: ExperimentView, variant: VariantView) -> str:
+    return manifest.digest([exp.name, exp.slug, variant.label, variant.dims, variant.variant])
 
 
 @dataclass(frozen=True)
@@ -332,9 +343,9 @@ def run_pages_started(
     while this one writes the experiment's other pages; a run whose inputs are unchanged
     keeps its page."""
     base = f"e/{exp.slug}"
-    variants = {v.variant_id: v for v in exp.variants}
+    of_variant = {v.variant_id: variant_digest(exp, v) for v in exp.variants}
     old = w.old.runs_of(exp.slug)
-    digests = [run_digest(exp, r, variants[r.variant_id]) for r in exp.runs]
+    digests = [run_digest(r, of_variant[r.variant_id]) for r in exp.runs]
     present = w.files_in(f"{base}/runs") if old else set()
     kept = [
         (p := old.get(r.id)) is not None and p.digest == d and _keep_run(w, base, r, present)
@@ -378,19 +389,20 @@ def write_experiment(
     w: Writer,
     db: ResultsStore,
     exp: ExperimentView,
-    summary_done: Callable[[], ExperimentSummary],
+    made: Callable[[], tuple[ExperimentSummary, str]],
     pages: RunPages,
 ) -> ExperimentSummary:
     """The experiment's pages and files, the run pages' (`pages`) waited for when their
-    throughput is needed, and its summary (`summary_done`: the throughput summary of
-    `blocklab summary`, the page's answer, which may still be in the making) when it
-    is. Returns the summary."""
+    throughput is needed, and its summary and runs.csv (`made`: the throughput summary of
+    `blocklab summary`, the page's answer, which may still be in the making) when they
+    are. Returns the summary."""
     base = f"e/{exp.slug}"
     labels = {v.variant_id: v.label or v.variant_id for v in exp.variants}
     has_queries = write_queries(w, db, exp.name, exp.slug)
-    write_runs_csv(w, db, exp)
+    write_rounds_csv(w, db, exp)
     tps, entries = _run_pages_done(w, exp, pages)
-    summary = summary_done()
+    summary, runs_csv = made()
+    w.put(f"{base}/runs.csv", runs_csv)
     exp.stationarity = data.drift_notes(summary.stationarity)
     extras, plot_data = explain.experiment_extras(db, exp, summary, tps)
     w.put(f"{base}/plots.js", explain.plots_script(plot_data))
@@ -412,9 +424,18 @@ def _write_runs(
 
 
 def write_runs_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
-    host = exp.fleet_host or None
-    runs = list(export.run_rows(db, exp.stored_name, host=host))
-    w.put(f"e/{exp.slug}/runs.csv", export.csv_text(runs, export.RUN_FIELDS))
+    """runs.csv and rounds.csv."""
+    w.put(f"e/{exp.slug}/runs.csv", runs_csv_text(db, exp.stored_name, exp.fleet_host or None))
+    write_rounds_csv(w, db, exp)
+
+
+def runs_csv_text(db: ResultsStore, name: str, host: str | None) -> str:
+    """runs.csv of an experiment (of one fleet host's runs with `host`)."""
+    return export.csv_text(list(export.run_rows(db, name, host=host)), export.RUN_FIELDS)
+
+
+def write_rounds_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
+    """rounds.csv, from the reductions the view's cells made (data.round_table)."""
     rounds = list(data.round_table(exp, db.metric_names(exp.stored_name)))
     w.put(f"e/{exp.slug}/rounds.csv", export.csv_text(rounds, ROUND_FIELDS))
 
@@ -438,83 +459,6 @@ def _entry(run_id: int, d: str, tps: list[tuple[float, float | None]]) -> manife
         min(times) if times else None,
         max(times) if times else None,
     )
-
-
-def write_runs_lists(
-    w: Writer,
-    exp: ExperimentView,
-    labels: dict[str, str],
-    *,
-    has_queries: bool = False,
-    extras: dict[str, Any] | None = None,
-) -> None:
-    """The experiment page, with its runs inline up to RUNS_PER_PAGE runs, else each
-    variant's runs on pages of their own, RUNS_PER_PAGE a page (runs_pages): a new run
-    rewrites its variant's last page, not every page after it."""
-    base = f"e/{exp.slug}"
-    grouped = exp.runs_by_variant()
-    by_variant = {v.variant_id: grouped[v.variant_id] for v in exp.variants}
-    paged = len(exp.runs) > RUNS_PER_PAGE
-    lists = runs_pages(exp.variants, by_variant, RUNS_PER_PAGE) if paged else []
-    ref_ids = dict.fromkeys(v.variant_id for v in exp.variants if v.is_reference)
-    w.page(
-        f"{base}/index.html",
-        "experiment.html",
-        page="experiment",
-        exp=exp,
-        labels=labels,
-        reference_label=", ".join(labels[r] for r in ref_ids) or "none",
-        failed_count={v: sum(r.status != "ok" for r in rs) for v, rs in by_variant.items()},
-        run_counts={v: len(rs) for v, rs in by_variant.items()},
-        failed_runs=exp.failed_runs[:MAX_FAILED_LISTED],
-        groups=[] if paged else [(v, by_variant[v.variant_id], False) for v in exp.variants],
-        paged=paged,
-        runs_per_page=RUNS_PER_PAGE,
-        first_pages={p.variant.variant_id: p for p in lists if p.number == 1},
-        has_queries=has_queries,
-        stationarity_rule=stationarity.RULE,
-        data=experiment_json(exp) | (extras or {}),
-        io=io_contexts.io_table(exp.variants),
-    )
-    for page in lists:
-        w.page(
-            f"{base}/{page.name(page.number)}",
-            "runs.html",
-            page="runs",
-            charts=False,
-            exp=exp,
-            groups=[(page.variant, page.runs, page.number > 1)],
-            at=page,
-        )
-
-
-@dataclass(frozen=True)
-class RunsPage:
-    """Page `number` of `pages` of one variant's runs: runs-<index>-<number>.html, its
-    index the variant's place in the experiment (1 on)."""
-
-    variant: VariantView
-    index: int
-    number: int
-    pages: int
-    runs: list[RunView]
-
-    def name(self, number: int) -> str:
-        return f"runs-{self.index}-{number}.html"
-
-
-def runs_pages(
-    variants: list[VariantView], runs_of: dict[str, list[RunView]], size: int
-) -> list[RunsPage]:
-    """Each variant's runs, in their order, on pages of at most `size` runs; a variant
-    without runs has no page."""
-    out = []
-    for index, v in enumerate(variants, 1):
-        runs = runs_of[v.variant_id]
-        pages = -(-len(runs) // size)
-        for k in range(pages):
-            out.append(RunsPage(v, index, k + 1, pages, runs[k * size : (k + 1) * size]))
-    return out
 
 
 def write_run(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from report_fixture import add_synthetic_run, write_synthetic_results
 
-from blocklab.report import build_site, site
+from blocklab.report import build_site, runs_lists
 from blocklab.report.manifest import MANIFEST
 from blocklab.store import ResultsDB
 
@@ -52,7 +52,7 @@ def _same_tree(a: Path, b: Path) -> list[str]:
 def test_pages_stay_bounded_as_runs_grow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # 20 runs per page stands for the 500 of a real site: 120 runs here are 6 pages,
     # as 3,000 runs are at 500 a page.
-    monkeypatch.setattr(site, "RUNS_PER_PAGE", 20)
+    monkeypatch.setattr(runs_lists, "RUNS_PER_PAGE", 20)
     sizes = {}
     for rounds in (10, 20):
         res = write_synthetic_results(tmp_path / f"r{rounds}", rounds=rounds, seconds=10)
@@ -107,7 +107,7 @@ def test_runs_are_listed_by_variant_and_a_new_run_rewrites_one_list_page(
     """Past RUNS_PER_PAGE runs, each variant's runs are on pages of their own
     (runs-<variant>-<n>.html, linked from the experiment page and to each other): one
     more run of the first variant rewrites that variant's last list page and no other."""
-    monkeypatch.setattr(site, "RUNS_PER_PAGE", 4)
+    monkeypatch.setattr(runs_lists, "RUNS_PER_PAGE", 4)
     res = write_synthetic_results(tmp_path / "results", rounds=5, seconds=10)
     out = tmp_path / "site"
     build_site(res, out)
