@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,8 @@ from blocklab.experiment_file.design import AA_CONTROL, INTERLEAVED
 from blocklab.report import shape
 from blocklab.store import RESULTS_DB_NAME, ResultsStore
 from blocklab.store.factory import is_postgres, open_store
+
+CellMaker = Callable[..., "shape.CellStats | None"]  # shape.cell_stats, or one that keeps them
 
 
 @dataclass
@@ -210,13 +212,16 @@ def _run_view(row: Any, metrics: dict[str, float | None]) -> RunView:
     )
 
 
-def load_experiments(db: ResultsStore, *, judge_drift: bool = True) -> list[ExperimentView]:
+def load_experiments(
+    db: ResultsStore, *, judge_drift: bool = True, cell_stats: CellMaker = shape.cell_stats
+) -> list[ExperimentView]:
     """Every stored experiment; a fleet's experiment once per host (a round pairs only
     with the same round on the same host), named `experiment @ host`. `judge_drift=False`
     leaves `stationarity` empty, for a caller that takes it from the experiment's summary
-    (drift_notes): the site, which judged every run's series twice before."""
+    (drift_notes): the site, which judged every run's series twice before. `cell_stats`
+    makes each cell (shape.cell_stats; the site's answers from kept ones where it can)."""
     return [
-        load_experiment(db, name, host=host, judge_drift=judge_drift)
+        load_experiment(db, name, host=host, judge_drift=judge_drift, cell_stats=cell_stats)
         for name, host in experiment_keys(db)
     ]
 
@@ -239,7 +244,12 @@ def drift_notes(summary_stationarity: list[str]) -> list[str]:
 
 
 def load_experiment(
-    db: ResultsStore, name: str, *, host: str | None = None, judge_drift: bool = True
+    db: ResultsStore,
+    name: str,
+    *,
+    host: str | None = None,
+    judge_drift: bool = True,
+    cell_stats: CellMaker = shape.cell_stats,
 ) -> ExperimentView:
     """One experiment's view; with `host`, of that fleet host's runs only."""
     exp = db.experiment(name)
@@ -264,9 +274,8 @@ def load_experiment(
     names = drivers_of(json.dumps(v.variant) for v in variants)
     throughput = throughput_info(names)
     metrics = [throughput if m.key == "tps" else m for m in shape.order_metrics(present)]
-    design = design_of(exp)
-    equivalence_pct = equivalence_of(exp)
-    reduced = _fill_cells(variants, runs, metrics, design, equivalence_pct)
+    design, equivalence_pct = design_of(exp), equivalence_of(exp)
+    reduced = _fill_cells(variants, runs, metrics, design, equivalence_pct, cell_stats)
     shown = name if host is None else f"{name} @ {host}"
     return ExperimentView(
         name=shown,
@@ -392,6 +401,7 @@ def _fill_cells(
     metrics: list[MetricInfo],
     design: str,
     equivalence_pct: float = EQUIVALENCE_PCT,
+    cell_stats: CellMaker = shape.cell_stats,
 ) -> dict[tuple[str, str], RoundValues]:
     """Each variant's statistics, paired by round with its own reference's; "equal"
     within the experiment's ±X % (its [experiment] equivalence), as the summary says.
@@ -414,7 +424,7 @@ def _fill_cells(
             mine = values(v.variant_id, m.key)
             has_ref = v.reference_id in known and not v.is_reference
             against = values(v.reference_id, m.key) if has_ref and v.reference_id else None
-            cell = shape.cell_stats(
+            cell = cell_stats(
                 mine.values,
                 against.values if against else None,
                 m,

@@ -3,7 +3,8 @@
 The manifest (.blocklab-manifest.json in the site) holds the site version (blocklab's
 version and a digest of the templates and static files: either changing forces a full
 rebuild), and per experiment the digest of each run's inputs in page order, with the few
-numbers of a run the experiment's pages need without reading its series (tps range).
+numbers of a run the experiment's pages need without reading its series (tps range), and
+the statistics of the experiment pages' cells (blocklab.report.cell_cache).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class Manifest:
     version: str
     experiments: dict[str, list[RunEntry]] = field(default_factory=dict)  # slug -> runs
     cells: dict[str, str] = field(default_factory=dict)  # grid shard path -> digest
+    stats: dict[str, Any] = field(default_factory=dict)  # cell digest -> its statistics
     pages: dict[str, int] = field(default_factory=dict)  # every HTML page -> bytes
 
     def runs_of(self, slug: str) -> dict[int, RunEntry]:
@@ -69,6 +71,7 @@ class Manifest:
                 k: [r.as_list() for r in v] for k, v in sorted(self.experiments.items())
             },
             "cells": dict(sorted(self.cells.items())),
+            "stats": dict(sorted(self.stats.items())),
             "pages": dict(sorted(self.pages.items())),
         }
         (site / MANIFEST).write_text(json.dumps(body, separators=(",", ":")) + "\n")
@@ -84,6 +87,7 @@ def load(site: Path) -> Manifest | None:
                 k: [RunEntry(*r) for r in v] for k, v in body.get("experiments", {}).items()
             },
             cells=dict(body.get("cells", {})),
+            stats=dict(body.get("stats", {})),
             pages={k: int(v) for k, v in body.get("pages", {}).items()},
         )
     except (OSError, ValueError, KeyError, TypeError):

@@ -171,7 +171,7 @@ def cell_stats(
 ) -> CellStats | None:
     """Summary of one variant's round -> value, and its paired comparison with the reference
     (None for the reference itself)."""
-    clean = {r: v for r, v in values.items() if v is not None and math.isfinite(v)}
+    clean = finite_values(values)
     if not clean:
         return None
     summary = summarize(list(clean.values()), info)
@@ -179,6 +179,11 @@ def cell_stats(
         return CellStats(summary, None, "reference" if is_reference else "", clean)
     comp = compare(dict(ref_values), clean, info, equivalence_pct)
     return CellStats(summary, comp, verdict_text(comp, info), clean)
+
+
+def finite_values(values: Mapping[int, float | None]) -> dict[int, float]:
+    """round -> value, the rounds without a finite value left out."""
+    return {r: v for r, v in values.items() if v is not None and math.isfinite(v)}
 
 
 def vs_reference(c: stats.Comparison, unit: str) -> str:

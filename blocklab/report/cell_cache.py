@@ -1,0 +1,104 @@
+"""The experiment page's cells kept from one build of a site to the next, in its manifest.
+
+A cell's statistics (shape.cell_stats: a variant's summary of one metric and its paired
+comparison with its reference) are a pure function of their inputs: the variant's values
+by round, its reference's, the metric and the experiment's equivalence margin. Kept under
+a digest of those inputs, a cell whose runs did not change is read back instead of made
+again: one more run makes again the cells of its variant (and, when it is a reference
+run, those compared with it). What a build used is what its manifest keeps, so the entries
+do not pile up. A kept entry that does not read back as a cell is made again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from blocklab.analysis import stats
+from blocklab.analysis.metrics import MetricInfo
+from blocklab.report import manifest, shape
+
+_SCALARS = (int, float, str, bool, type(None))
+
+
+class CellCache:
+    """shape.cell_stats, answered from `kept` (a manifest's entries) where it can; `used`
+    holds every entry this build used, for the next manifest."""
+
+    def __init__(self, kept: Mapping[str, Any]):
+        self.kept = kept
+        self.used: dict[str, Any] = {}
+        self.made = 0
+
+    def cell_stats(
+        self,
+        values: Mapping[int, float],
+        ref_values: Mapping[int, float] | None,
+        info: MetricInfo,
+        *,
+        is_reference: bool = False,
+        equivalence_pct: float = stats.EQUIVALENCE_PCT,
+    ) -> shape.CellStats | None:
+        key = manifest.digest(
+            [
+                dataclasses.asdict(info),
+                is_reference,
+                equivalence_pct,
+                sorted(values.items()),
+                None if ref_values is None else sorted(ref_values.items()),
+            ]
+        )
+        if key in self.used:
+            return restore(self.used[key], values)
+        entry = self.kept.get(key)
+        if entry is not None:
+            try:
+                cell = restore(entry, values)
+            except (TypeError, ValueError):
+                pass
+            else:
+                self.used[key] = entry
+                return cell
+        self.made += 1
+        cell = shape.cell_stats(
+            values,
+            ref_values,
+            info,
+            is_reference=is_reference,
+            equivalence_pct=equivalence_pct,
+        )
+        self.used[key] = entry_of(cell)
+        return cell
+
+
+def entry_of(cell: shape.CellStats | None) -> list[Any]:
+    """A cell as the manifest keeps it: [] for no cell (no finite value), else [its
+    summary's fields, its comparison's (or null), its verdict]; its values are the
+    inputs', not kept."""
+    if cell is None:
+        return []
+    comp = None if cell.comparison is None else dataclasses.asdict(cell.comparison)
+    return [dataclasses.asdict(cell.summary), comp, cell.verdict]
+
+
+def restore(entry: Any, values: Mapping[int, float]) -> shape.CellStats | None:
+    """The cell `entry` (entry_of) keeps, for these values; a ValueError or TypeError for
+    an entry that is not one."""
+    if entry == []:
+        return None
+    summary, comp, verdict = entry
+    if not isinstance(verdict, str):
+        raise TypeError("a kept cell's verdict is not a string")
+    return shape.CellStats(
+        stats.Summary(**_fields(summary)),
+        None if comp is None else stats.Comparison(**_fields(comp)),
+        verdict,
+        shape.finite_values(values),
+    )
+
+
+def _fields(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict) or not all(isinstance(v, _SCALARS) for v in body.values()):
+        raise TypeError("a kept cell's fields are not scalars")
+    return body
