@@ -12,6 +12,9 @@ do not pile up. A kept entry that does not read back as a cell is made again.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import math
+from array import array
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,15 +43,7 @@ class CellCache:
         is_reference: bool = False,
         equivalence_pct: float = stats.EQUIVALENCE_PCT,
     ) -> shape.CellStats | None:
-        key = manifest.digest(
-            [
-                dataclasses.asdict(info),
-                is_reference,
-                equivalence_pct,
-                sorted(values.items()),
-                None if ref_values is None else sorted(ref_values.items()),
-            ]
-        )
+        key = _key(info, is_reference, equivalence_pct, values, ref_values)
         if key in self.used:
             return restore(self.used[key], values)
         entry = self.kept.get(key)
@@ -70,6 +65,29 @@ class CellCache:
         )
         self.used[key] = entry_of(cell)
         return cell
+
+
+def _key(
+    info: MetricInfo,
+    is_reference: bool,
+    equivalence_pct: float,
+    values: Mapping[int, float | None],
+    ref_values: Mapping[int, float | None] | None,
+) -> str:
+    """A digest of a cell's inputs: the rounds and values as machine words (a value's
+    exact bits; a missing one marked apart from NaN), not as text, which cost about as
+    much as making the cell."""
+    h = hashlib.sha256(
+        manifest.digest([dataclasses.astuple(info), is_reference, equivalence_pct]).encode()
+    )
+    for vals in (values, {} if ref_values is None else ref_values):
+        items = sorted(vals.items())
+        h.update(len(items).to_bytes(8, "little"))
+        h.update(array("q", [r for r, _ in items]).tobytes())
+        h.update(array("d", [math.nan if v is None else v for _, v in items]).tobytes())
+        h.update(bytes(v is None for _, v in items))
+    h.update(b"-" if ref_values is None else b"+")
+    return h.hexdigest()[:32]
 
 
 def entry_of(cell: shape.CellStats | None) -> list[Any]:

@@ -57,7 +57,8 @@ class RunEntry:
 class Manifest:
     version: str
     experiments: dict[str, list[RunEntry]] = field(default_factory=dict)  # slug -> runs
-    cells: dict[str, str] = field(default_factory=dict)  # grid shard path -> digest
+    # a file made from what its digest covers (grid shards, runs list pages) -> the digest
+    cells: dict[str, str] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)  # cell digest -> its statistics
     pages: dict[str, int] = field(default_factory=dict)  # every HTML page -> bytes
 

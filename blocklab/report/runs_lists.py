@@ -4,11 +4,12 @@ rewrites its variant's last list page and no other."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from blocklab.analysis import stationarity
-from blocklab.report import io_contexts
+from blocklab.report import io_contexts, manifest
 from blocklab.report.data import ExperimentView, RunView, VariantView
 from blocklab.report.pagedata import experiment_json
 from blocklab.report.writer import Writer
@@ -24,10 +25,13 @@ def write_runs_lists(
     *,
     has_queries: bool = False,
     extras: dict[str, Any] | None = None,
+    digests: Mapping[int, str] | None = None,
 ) -> None:
     """The experiment page, with its runs inline up to RUNS_PER_PAGE runs, else each
     variant's runs on pages of their own, RUNS_PER_PAGE a page (runs_pages): a new run
-    rewrites its variant's last page, not every page after it."""
+    changes its variant's last page, not every page after it. A list page whose runs'
+    `digests` (their pages' inputs) and place are those it was made from is kept, not
+    made again."""
     base = f"e/{exp.slug}"
     grouped = exp.runs_by_variant()
     by_variant = {v.variant_id: grouped[v.variant_id] for v in exp.variants}
@@ -54,8 +58,11 @@ def write_runs_lists(
         io=io_contexts.io_table(exp.variants),
     )
     for page in lists:
+        rel = f"{base}/{page.name(page.number)}"
+        if digests is not None and _kept(w, rel, exp, page, digests):
+            continue
         w.page(
-            f"{base}/{page.name(page.number)}",
+            rel,
             "runs.html",
             page="runs",
             charts=False,
@@ -63,6 +70,23 @@ def write_runs_lists(
             groups=[(page.variant, page.runs, page.number > 1)],
             at=page,
         )
+
+
+def _kept(
+    w: Writer, rel: str, exp: ExperimentView, page: RunsPage, digests: Mapping[int, str]
+) -> bool:
+    """Record what list page `rel` is made from; True when the site's is made from the
+    same (the manifest says so) and is kept."""
+    v = page.variant
+    made_of = manifest.digest(
+        [
+            [exp.name, exp.slug, exp.throughput_name, v.variant_id, v.label, v.dims],
+            [page.index, page.number, page.pages],
+            [digests[r.id] for r in page.runs],
+        ]
+    )
+    w.new.cells[rel] = made_of
+    return w.old.cells.get(rel) == made_of and w.keep(rel)
 
 
 @dataclass(frozen=True)

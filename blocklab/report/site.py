@@ -401,13 +401,14 @@ def write_experiment(
     has_queries = write_queries(w, db, exp.name, exp.slug)
     write_rounds_csv(w, db, exp)
     tps, entries = _run_pages_done(w, exp, pages)
+    write_grid(w, db, exp, entries, tps)  # needs no summary: made while it may be in the making
     summary, runs_csv = made()
     w.put(f"{base}/runs.csv", runs_csv)
     exp.stationarity = data.drift_notes(summary.stationarity)
     extras, plot_data = explain.experiment_extras(db, exp, summary, tps)
     w.put(f"{base}/plots.js", explain.plots_script(plot_data))
-    write_runs_lists(w, exp, labels, has_queries=has_queries, extras=extras)
-    write_grid(w, db, exp, entries, tps)
+    digests = dict(zip((r.id for r in exp.runs), pages.digests, strict=True))
+    write_runs_lists(w, exp, labels, has_queries=has_queries, extras=extras, digests=digests)
     return summary
 
 

@@ -8,12 +8,14 @@ import filecmp
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from report_fixture import add_synthetic_run, write_synthetic_results
 
 from blocklab.report import build_site, runs_lists
 from blocklab.report.manifest import MANIFEST
+from blocklab.report.writer import Writer
 from blocklab.store import ResultsDB
 
 NAME = "synthetic-geometry"
@@ -124,7 +126,16 @@ def test_runs_are_listed_by_variant_and_a_new_run_rewrites_one_list_page(
 
     before = _snapshot(out)
     add_synthetic_run(res, NAME, seconds=10)
+    made: list[str] = []
+    page = Writer.page
+
+    def recorded(w: Writer, rel: str, template: str, **context: Any) -> None:
+        made.append(rel)
+        page(w, rel, template, **context)
+
+    monkeypatch.setattr(Writer, "page", recorded)
     build_site(res, out)
+    assert [m for m in made if "/runs-" in m] == [f"e/{NAME}/runs-1-2.html"]  # others kept
     after = _snapshot(out)
     changed = sorted(
         k for k in after if k.startswith(f"e/{NAME}/runs-") and before.get(k) != after[k]
