@@ -217,8 +217,8 @@ def _generate(
     keys = data.experiment_keys(db)
     summaries_of = functools.partial(_summaries, db, keys, fresh)
     with parallel.begun(summaries_of, fork=update) as summaries_done:
-        cells = CellCache(w.old.stats)
-        # the summary judges the series
+        cells = CellCache(w.old.stats)  # the cells the site's manifest keeps, read back
+        # the views without their drift notes: the summary judges the series
         exps = data.load_experiments(db, judge_drift=False, cell_stats=cells.cell_stats)
         w.new.stats = cells.used
         _unique_slugs(exps)
@@ -422,12 +422,6 @@ def _write_runs(
         tps[run.id] = data.throughput_series(series)
         write_run(w, results, exp, run, data.run_detail(db, run.id, series))
     return tps
-
-
-def write_runs_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
-    """runs.csv and rounds.csv."""
-    w.put(f"e/{exp.slug}/runs.csv", runs_csv_text(db, exp.stored_name, exp.fleet_host or None))
-    write_rounds_csv(w, db, exp)
 
 
 def runs_csv_text(db: ResultsStore, name: str, host: str | None) -> str:

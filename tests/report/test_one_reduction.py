@@ -190,6 +190,6 @@ def test_rounds_csv_reduces_nothing_the_cells_reduced(
                 return reduce(design, runs, is_reference=is_reference)
 
             monkeypatch.setattr(module, "per_round_values", counted)
-        site.write_runs_csv(Writer(tmp_path, manifest.Manifest("test")), db, view)
+        site.write_rounds_csv(Writer(tmp_path, manifest.Manifest("test")), db, view)
     assert calls == []
     assert (tmp_path / "e" / view.slug / "rounds.csv").stat().st_size > 0
