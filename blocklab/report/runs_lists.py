@@ -22,10 +22,10 @@ def write_runs_lists(
     w: Writer,
     exp: ExperimentView,
     labels: dict[str, str],
+    digests: Mapping[int, str],
     *,
     has_queries: bool = False,
     extras: dict[str, Any] | None = None,
-    digests: Mapping[int, str] | None = None,
 ) -> None:
     """The experiment page, with its runs inline up to RUNS_PER_PAGE runs, else each
     variant's runs on pages of their own, RUNS_PER_PAGE a page (runs_pages): a new run
@@ -59,7 +59,7 @@ def write_runs_lists(
     )
     for page in lists:
         rel = f"{base}/{page.name(page.number)}"
-        if digests is not None and _kept(w, rel, exp, page, digests):
+        if _kept(w, rel, exp, page, digests):
             continue
         w.page(
             rel,

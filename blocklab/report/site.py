@@ -408,7 +408,7 @@ def write_experiment(
     extras, plot_data = explain.experiment_extras(db, exp, summary, tps)
     w.put(f"{base}/plots.js", explain.plots_script(plot_data))
     digests = dict(zip((r.id for r in exp.runs), pages.digests, strict=True))
-    write_runs_lists(w, exp, labels, has_queries=has_queries, extras=extras, digests=digests)
+    write_runs_lists(w, exp, labels, digests, has_queries=has_queries, extras=extras)
     return summary
 
 
