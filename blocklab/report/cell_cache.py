@@ -21,6 +21,7 @@ from typing import Any
 from blocklab.analysis import stats
 from blocklab.analysis.metrics import MetricInfo
 from blocklab.report import manifest, shape
+from blocklab.report.reduction_cache import values_digest
 
 _SCALARS = (int, float, str, bool, type(None))
 
@@ -74,12 +75,17 @@ def _key(
     values: Mapping[int, float | None],
     ref_values: Mapping[int, float | None] | None,
 ) -> str:
-    """A digest of a cell's inputs: the rounds and values as machine words (a value's
-    exact bits; a missing one marked apart from NaN), not as text, which cost about as
-    much as making the cell."""
+    """A digest of a cell's inputs: the digests of the values' reductions where both
+    carry one (report.reduction_cache), else the rounds and values as machine words (a
+    value's exact bits; a missing one marked apart from NaN), not as text, which cost
+    about as much as making the cell."""
     h = hashlib.sha256(
         manifest.digest([dataclasses.astuple(info), is_reference, equivalence_pct]).encode()
     )
+    mine, theirs = values_digest(values), values_digest(ref_values)
+    if mine is not None and (ref_values is None or theirs is not None):
+        h.update(f"reduced:{mine}:{theirs}".encode())
+        return h.hexdigest()[:32]
     for vals in (values, {} if ref_values is None else ref_values):
         items = sorted(vals.items())
         h.update(len(items).to_bytes(8, "little"))

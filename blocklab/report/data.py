@@ -36,6 +36,9 @@ from blocklab.store import RESULTS_DB_NAME, ResultsStore
 from blocklab.store.factory import is_postgres, open_store
 
 CellMaker = Callable[..., "shape.CellStats | None"]  # shape.cell_stats, or one that keeps them
+# (a variant's runs, its id, the metrics, the design, is it a reference) -> each metric's
+# per-round values: reduce_variant, or one that keeps them (report.reduction_cache)
+Reducer = Callable[["list[RunView]", str, list[str], str, bool], "dict[str, RoundValues]"]
 
 
 @dataclass
@@ -213,15 +216,22 @@ def _run_view(row: Any, metrics: dict[str, float | None]) -> RunView:
 
 
 def load_experiments(
-    db: ResultsStore, *, judge_drift: bool = True, cell_stats: CellMaker = shape.cell_stats
+    db: ResultsStore,
+    *,
+    judge_drift: bool = True,
+    cell_stats: CellMaker = shape.cell_stats,
+    reduce: Reducer | None = None,
 ) -> list[ExperimentView]:
     """Every stored experiment; a fleet's experiment once per host (a round pairs only
     with the same round on the same host), named `experiment @ host`. `judge_drift=False`
     leaves `stationarity` empty, for a caller that takes it from the experiment's summary
     (drift_notes): the site, which judged every run's series twice before. `cell_stats`
-    makes each cell (shape.cell_stats; the site's answers from kept ones where it can)."""
+    makes each cell (shape.cell_stats; the site's answers from kept ones where it can),
+    `reduce` each variant's per-round values (reduce_variant, or the site's kept ones)."""
     return [
-        load_experiment(db, name, host=host, judge_drift=judge_drift, cell_stats=cell_stats)
+        load_experiment(
+            db, name, host=host, judge_drift=judge_drift, cell_stats=cell_stats, reduce=reduce
+        )
         for name, host in experiment_keys(db)
     ]
 
@@ -250,24 +260,14 @@ def load_experiment(
     host: str | None = None,
     judge_drift: bool = True,
     cell_stats: CellMaker = shape.cell_stats,
+    reduce: Reducer | None = None,
 ) -> ExperimentView:
     """One experiment's view; with `host`, of that fleet host's runs only."""
     exp = db.experiment(name)
     ref = exp["reference"]
     rows = [r for r in db.runs(name) if host is None or r["host"] == host]
     runs = [_run_view(r, db.metrics(int(r["id"]))) for r in rows]
-    variants = [
-        VariantView(
-            variant_id=v["variant_id"],
-            label=v["label"],
-            position=int(v["position"]),
-            dims=json.loads(v["dims_json"] or "{}"),
-            variant=json.loads(v["variant_json"] or "{}"),
-            is_reference=v["variant_id"] == (v["reference_id"] or ref),
-            reference_id=v["reference_id"] or ref,
-        )
-        for v in db.variants(name)
-    ]
+    variants = [_variant_view(v, ref) for v in db.variants(name)]
     present = {"tps", "latency_avg_ms"}
     for r in runs:
         present.update(k for k, val in r.metrics.items() if val is not None)
@@ -275,7 +275,9 @@ def load_experiment(
     throughput = throughput_info(names)
     metrics = [throughput if m.key == "tps" else m for m in shape.order_metrics(present)]
     design, equivalence_pct = design_of(exp), equivalence_of(exp)
-    reduced = _fill_cells(variants, runs, metrics, design, equivalence_pct, cell_stats)
+    reduced = _fill_cells(
+        variants, runs, metrics, design, equivalence_pct, cell_stats, reduce or reduce_variant
+    )
     shown = name if host is None else f"{name} @ {host}"
     return ExperimentView(
         name=shown,
@@ -302,6 +304,20 @@ def load_experiment(
         ),
         equivalence_pct=equivalence_pct,
         reduced=reduced,
+    )
+
+
+def _variant_view(v: Any, ref: str | None) -> VariantView:
+    """A stored variant's view; `ref` the experiment's reference (for a variant whose
+    own reference is not stored)."""
+    return VariantView(
+        variant_id=v["variant_id"],
+        label=v["label"],
+        position=int(v["position"]),
+        dims=json.loads(v["dims_json"] or "{}"),
+        variant=json.loads(v["variant_json"] or "{}"),
+        is_reference=v["variant_id"] == (v["reference_id"] or ref),
+        reference_id=v["reference_id"] or ref,
     )
 
 
@@ -395,6 +411,15 @@ def _value(run: RunView, metric: str) -> float | None:
     return None if v is None else float(v)
 
 
+def reduce_variant(
+    runs: list[RunView], variant_id: str, metrics: list[str], design: str, is_reference: bool
+) -> dict[str, RoundValues]:
+    """Each metric's per-round values of one variant's runs (round_values)."""
+    return {
+        m: round_values(runs, variant_id, m, design, is_reference=is_reference) for m in metrics
+    }
+
+
 def _fill_cells(
     variants: list[VariantView],
     runs: list[RunView],
@@ -402,28 +427,28 @@ def _fill_cells(
     design: str,
     equivalence_pct: float = EQUIVALENCE_PCT,
     cell_stats: CellMaker = shape.cell_stats,
+    reduce: Reducer = reduce_variant,
 ) -> dict[tuple[str, str], RoundValues]:
     """Each variant's statistics, paired by round with its own reference's; "equal"
     within the experiment's ±X % (its [experiment] equivalence), as the summary says.
-    Returns the per-round values it reduced, by (variant id, metric)."""
+    Returns the per-round values it reduced (`reduce`: each variant's once, every
+    metric), by (variant id, metric)."""
     known = {v.variant_id for v in variants}
     refs = {v.reference_id for v in variants} | {v.variant_id for v in variants if v.is_reference}
     of: dict[str, list[RunView]] = {}  # each variant's runs: one pass, not one per cell
     for r in runs:
         of.setdefault(r.variant_id, []).append(r)
+    keys = [m.key for m in metrics]
     reduced: dict[tuple[str, str], RoundValues] = {}  # a reference's once, not once a variant
-
-    def values(vid: str, metric: str) -> RoundValues:  # a reference's: vid in refs
-        if (vid, metric) not in reduced:
-            mine = of.get(vid, [])
-            reduced[vid, metric] = round_values(mine, vid, metric, design, is_reference=vid in refs)
-        return reduced[vid, metric]
-
+    for v in variants:
+        vid = v.variant_id
+        for key, got in reduce(of.get(vid, []), vid, keys, design, vid in refs).items():
+            reduced[vid, key] = got
     for m in metrics:
         for v in variants:
-            mine = values(v.variant_id, m.key)
+            mine = reduced[v.variant_id, m.key]
             has_ref = v.reference_id in known and not v.is_reference
-            against = values(v.reference_id, m.key) if has_ref and v.reference_id else None
+            against = reduced[v.reference_id, m.key] if has_ref and v.reference_id else None
             cell = cell_stats(
                 mine.values,
                 against.values if against else None,
@@ -441,18 +466,26 @@ def round_table(exp: ExperimentView, metric_names: list[str]) -> Iterator[dict[s
     metric (`metric_names`: the stored ones, in round_table.metric_order) and round) from
     the view's runs, each (variant, metric) reduced once: those the cells reduced are
     reused."""
-    refs = {v.reference_id for v in exp.variants} - {None}
-    of: dict[str, list[RunView]] = {}
-    for r in exp.runs:
-        of.setdefault(r.variant_id, []).append(r)
     metrics = metric_order(metric_names)
     for v in exp.variants:
-        vid = v.variant_id
-        for metric in metrics:
-            got = exp.reduced.get((vid, metric)) or round_values(
-                of.get(vid, []), vid, metric, exp.design, is_reference=vid in refs
-            )
-            yield from rows_of(exp.stored_name, vid, v.label, metric, got)
+        yield from variant_round_rows(exp, v, metrics)
+
+
+def variant_round_rows(
+    exp: ExperimentView, v: VariantView, metrics: list[str]
+) -> Iterator[dict[str, Any]]:
+    """One variant's rows of rounds.csv (round_table), `metrics` in their order: the
+    values the cells reduced, a metric they did not reduced here."""
+    vid = v.variant_id
+    mine: list[RunView] | None = None
+    for metric in metrics:
+        got = exp.reduced.get((vid, metric))
+        if got is None:
+            if mine is None:
+                mine = [r for r in exp.runs if r.variant_id == vid]
+            is_ref = vid in {u.reference_id for u in exp.variants}
+            got = round_values(mine, vid, metric, exp.design, is_reference=is_ref)
+        yield from rows_of(exp.stored_name, vid, v.label, metric, got)
 
 
 def load_run_detail(db: ResultsStore, run_id: int) -> RunDetail:

@@ -3,8 +3,9 @@
 The manifest (.blocklab-manifest.json in the site) holds the site version (blocklab's
 version and a digest of the templates and static files: either changing forces a full
 rebuild), and per experiment the digest of each run's inputs in page order, with the few
-numbers of a run the experiment's pages need without reading its series (tps range), and
-the statistics of the experiment pages' cells (blocklab.report.cell_cache).
+numbers of a run the experiment's pages need without reading its series (tps range), the
+statistics of the experiment pages' cells (blocklab.report.cell_cache), and each variant's
+per-round values and its part of rounds.csv (blocklab.report.reduction_cache).
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ class Manifest:
     # a file made from what its digest covers (grid shards, runs list pages) -> the digest
     cells: dict[str, str] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)  # cell digest -> its statistics
+    # a variant's runs' digest -> its per-round values by metric (report.reduction_cache)
+    reductions: dict[str, Any] = field(default_factory=dict)
+    # a file made of parts (rounds.csv) -> its digest and each part's place in it
+    parts: dict[str, Any] = field(default_factory=dict)
     pages: dict[str, int] = field(default_factory=dict)  # every HTML page -> bytes
 
     def runs_of(self, slug: str) -> dict[int, RunEntry]:
@@ -73,6 +78,8 @@ class Manifest:
             },
             "cells": dict(sorted(self.cells.items())),
             "stats": dict(sorted(self.stats.items())),
+            "reductions": dict(sorted(self.reductions.items())),
+            "parts": dict(sorted(self.parts.items())),
             "pages": dict(sorted(self.pages.items())),
         }
         (site / MANIFEST).write_text(json.dumps(body, separators=(",", ":")) + "\n")
@@ -89,6 +96,8 @@ def load(site: Path) -> Manifest | None:
             },
             cells=dict(body.get("cells", {})),
             stats=dict(body.get("stats", {})),
+            reductions=dict(body.get("reductions", {})),
+            parts=dict(body.get("parts", {})),
             pages={k: int(v) for k, v in body.get("pages", {}).items()},
         )
     except (OSError, ValueError, KeyError, TypeError):

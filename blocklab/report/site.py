@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab import __version__, faults, proc
-from blocklab.analysis.round_table import ROUND_FIELDS
+from blocklab.analysis.round_table import metric_order
 from blocklab.analysis.summary import ExperimentSummary
 from blocklab.economics import device_store
 from blocklab.errors import UserError
@@ -45,6 +46,7 @@ from blocklab.report.pagedata import (
 )
 from blocklab.report.queries import write_queries
 from blocklab.report.rawfiles import copy_raw
+from blocklab.report.reduction_cache import ReductionCache, rounds_csv
 from blocklab.report.runs_lists import write_runs_lists
 from blocklab.report.writer import MARKER, Writer, WriterState
 from blocklab.store import ResultsStore, export
@@ -217,14 +219,18 @@ def _generate(
     keys = data.experiment_keys(db)
     summaries_of = functools.partial(_summaries, db, keys, fresh)
     with parallel.begun(summaries_of, fork=update) as summaries_done:
-        cells = CellCache(w.old.stats)  # the cells the site's manifest keeps, read back
+        # the cells and reductions the site's manifest keeps, read back
+        cells, reductions = CellCache(w.old.stats), ReductionCache(w.old.reductions)
         # the views without their drift notes: the summary judges the series
-        exps = data.load_experiments(db, judge_drift=False, cell_stats=cells.cell_stats)
-        w.new.stats = cells.used
+        exps = data.load_experiments(
+            db, judge_drift=False, cell_stats=cells.cell_stats, reduce=reductions.reduce
+        )
+        w.new.stats, w.new.reductions = cells.used, reductions.used
         _unique_slugs(exps)
         summaries = {}
         for k, exp in enumerate(exps):
-            with run_pages_started(w, db, results, exp) as pages:  # in workers, meanwhile:
+            started = run_pages_started(w, db, results, exp, reductions.run_digest)
+            with started as pages:  # in workers, meanwhile:
                 if not update:
                     summaries_done()  # made here now, while the workers write the run pages
                 made = functools.partial(lambda k: summaries_done()[k], k)
@@ -313,11 +319,12 @@ def copy_assets(w: Writer) -> None:
 Tps = dict[int, list[tuple[float, float | None]]]
 
 
-def run_digest(run: RunView, of_variant: str) -> str:
+def run_digest(run_part: str, of_variant: str) -> str:
     """What a run's page and files are made of (runs are immutable once recorded):
-    `of_variant` the digest of its experiment's and variant's part (variant_digest),
-    made once a variant, not once a run."""
-    return manifest.digest([of_variant, vars(run)])
+    `run_part` the digest of the run's view (reduction_cache.run_digest, made once a
+    build), `of_variant` of its experiment's and variant's part (variant_digest, made
+    once a variant)."""
+    return hashlib.sha256(f"{of_variant}:{run_part}".encode()).hexdigest()[:24]
 
 
 def variant_digest(exp: ExperimentView, variant: VariantView) -> str:
@@ -337,15 +344,19 @@ class RunPages:
 
 @contextlib.contextmanager
 def run_pages_started(
-    w: Writer, db: ResultsStore, results: Path, exp: ExperimentView
+    w: Writer,
+    db: ResultsStore,
+    results: Path,
+    exp: ExperimentView,
+    run_part: Callable[[RunView], str],
 ) -> Iterator[RunPages]:
     """The run pages whose inputs changed, begun in worker processes (parallel.started)
     while this one writes the experiment's other pages; a run whose inputs are unchanged
-    keeps its page."""
+    keeps its page. `run_part`: the digest of a run's view (ReductionCache.run_digest)."""
     base = f"e/{exp.slug}"
     of_variant = {v.variant_id: variant_digest(exp, v) for v in exp.variants}
     old = w.old.runs_of(exp.slug)
-    digests = [run_digest(r, of_variant[r.variant_id]) for r in exp.runs]
+    digests = [run_digest(run_part(r), of_variant[r.variant_id]) for r in exp.runs]
     present = w.files_in(f"{base}/runs") if old else set()
     kept = [
         (p := old.get(r.id)) is not None and p.digest == d and _keep_run(w, base, r, present)
@@ -430,9 +441,18 @@ def runs_csv_text(db: ResultsStore, name: str, host: str | None) -> str:
 
 
 def write_rounds_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
-    """rounds.csv, from the reductions the view's cells made (data.round_table)."""
-    rounds = list(data.round_table(exp, db.metric_names(exp.stored_name)))
-    w.put(f"e/{exp.slug}/rounds.csv", export.csv_text(rounds, ROUND_FIELDS))
+    """rounds.csv, from the reductions the view's cells made (data.round_table); the parts
+    of the variants whose runs did not change copied from the file the site has
+    (reduction_cache.rounds_csv)."""
+    rel = f"e/{exp.slug}/rounds.csv"
+    old = w.old.parts.get(rel)
+    old_text = None
+    if old:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            old_text = (w.out / rel).read_text()
+    metrics = metric_order(db.metric_names(exp.stored_name))
+    text, w.new.parts[rel] = rounds_csv(exp, metrics, old, old_text)
+    w.put(rel, text)
 
 
 def _keep_run(w: Writer, base: str, run: RunView, present: set[str]) -> bool:
