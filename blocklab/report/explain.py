@@ -5,7 +5,7 @@ this module reads what they need from the results store)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from blocklab.analysis.summary import ExperimentSummary, summarize_experiment
@@ -64,13 +64,14 @@ def changed_cells(exp: ExperimentView) -> list[tuple[str, str, str, Any, Any]]:
 def experiment_extras(
     db: ResultsStore,
     exp: ExperimentView,
-    summary: ExperimentSummary,
+    summary_of: Callable[[], ExperimentSummary],
     tps: Mapping[int, Sequence[Point]],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The page's answer and what changed (embedded: their size grows with the variants
     only), and the plots' data (grows with the runs: in plots.js, `plots_script`).
-    `tps`: the runs' per-second throughput already read (others are read here, for the
-    overlay's rounds only)."""
+    `summary_of`: the experiment's summary, asked for once the rest is made (it may be in
+    the making in another process). `tps`: the runs' per-second throughput already read
+    (others are read here, for the overlay's rounds only)."""
     labels = {v.variant_id: v.label or v.variant_id for v in exp.variants}
     found = answer.changed_from_cells(changed_cells(exp))
     rounds = set(plots.overlay_rounds(exp.runs, len(exp.variants)))
@@ -80,18 +81,18 @@ def experiment_extras(
         for r in drawn
     }
     cps = {r.id: data.run_detail(db, r.id, {}).checkpoints for r in drawn}
-    page = {
-        "answer": answer.answer_json(summary, round_orders(exp, labels), planned_rounds(db, exp)),
-        "changed": answer.changed_rows(found),
-    }
-    return page, {
-        "rounds": plots.rounds_json(summary),
+    orders, planned = round_orders(exp, labels), planned_rounds(db, exp)
+    plot_data = {
         "runs": plots.runs_json(exp.runs, labels),
         "latency": plots.latency_json(exp.runs, labels),
         "overlay": plots.overlay_json(drawn, labels, series, cps),
         "colors": plots.colours(list(labels.values())),
         "overlay_limit": plots.MAX_OVERLAY_VARIANTS,
     }
+    changed = answer.changed_rows(found)
+    summary = summary_of()
+    page = {"answer": answer.answer_json(summary, orders, planned), "changed": changed}
+    return page, {"rounds": plots.rounds_json(summary), **plot_data}
 
 
 def plots_script(plot_data: Mapping[str, Any]) -> str:

@@ -253,19 +253,13 @@ def _generate(
 
 def _summaries(
     db: ResultsStore, keys: list[tuple[str, str | None]], fresh: bool, forked: bool
-) -> list[tuple[ExperimentSummary, str]]:
-    """The summary of each view in `keys` (explain.summary_for) and its runs.csv: what
-    needs the stored runs, not the view the main process makes meanwhile; `forked`: on a
-    connection of this process's own."""
+) -> list[ExperimentSummary]:
+    """The summary of each view in `keys` (explain.summary_for): what needs the stored
+    runs, not the view the main process makes meanwhile; `forked`: on a connection of
+    this process's own."""
     store = db.reopen() if forked else db
     try:
-        return [
-            (
-                explain.summary_for(store, name, host or None, fresh=fresh),
-                runs_csv_text(store, name, host or None),
-            )
-            for name, host in keys
-        ]
+        return [explain.summary_for(store, name, host or None, fresh=fresh) for name, host in keys]
     finally:
         if forked:
             store.close()
@@ -400,23 +394,23 @@ def write_experiment(
     w: Writer,
     db: ResultsStore,
     exp: ExperimentView,
-    made: Callable[[], tuple[ExperimentSummary, str]],
+    made: Callable[[], ExperimentSummary],
     pages: RunPages,
 ) -> ExperimentSummary:
     """The experiment's pages and files, the run pages' (`pages`) waited for when their
-    throughput is needed, and its summary and runs.csv (`made`: the throughput summary of
-    `blocklab summary`, the page's answer, which may still be in the making) when they
-    are. Returns the summary."""
+    throughput is needed, and its summary (`made`: the throughput summary of `blocklab
+    summary`, the page's answer, which may still be in the making) when it is: last, so
+    that what needs no summary is made meanwhile. Returns the summary."""
     base = f"e/{exp.slug}"
     labels = {v.variant_id: v.label or v.variant_id for v in exp.variants}
     has_queries = write_queries(w, db, exp.name, exp.slug)
     write_rounds_csv(w, db, exp)
     tps, entries = _run_pages_done(w, exp, pages)
     write_grid(w, db, exp, entries, tps)  # needs no summary: made while it may be in the making
-    summary, runs_csv = made()
-    w.put(f"{base}/runs.csv", runs_csv)
+    w.put(f"{base}/runs.csv", runs_csv_text(db, exp.stored_name, exp.fleet_host or None))
+    extras, plot_data = explain.experiment_extras(db, exp, made, tps)  # made() waited for last
+    summary = made()
     exp.stationarity = data.drift_notes(summary.stationarity)
-    extras, plot_data = explain.experiment_extras(db, exp, summary, tps)
     w.put(f"{base}/plots.js", explain.plots_script(plot_data))
     digests = dict(zip((r.id for r in exp.runs), pages.digests, strict=True))
     write_runs_lists(w, exp, labels, digests, has_queries=has_queries, extras=extras)
