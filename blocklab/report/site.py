@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -82,6 +83,10 @@ def build_site(spec: str | Path, out: Path, *, full: bool = False) -> SiteResult
     out = out.absolute()
     db = data.open_results(spec)
     results = db.directory.absolute()  # where the runs' raw files are
+    # what the process holds now, and the views once made (_generate), live as long as
+    # the build: kept out of the cyclic collector's full passes, which at 10,000 runs
+    # walked them three times an update (0.25 to 0.3 s; 0.015 s frozen)
+    gc.freeze()
     try:
         for row in db.experiments():
             db.read_ahead(row["name"])  # the runs and metrics read once, not once a use
@@ -98,6 +103,7 @@ def build_site(spec: str | Path, out: Path, *, full: bool = False) -> SiteResult
             n_exp, n_runs = w.n_exp, w.n_runs
     finally:
         db.close()
+        gc.unfreeze()
     largest = max(w.new.pages.items(), key=lambda kv: kv[1], default=("", 0))
     return SiteResult(
         out,
@@ -226,6 +232,7 @@ def _generate(
             db, judge_drift=False, cell_stats=cells.cell_stats, reduce=reductions.reduce
         )
         w.new.stats, w.new.reductions = cells.used, reductions.used
+        gc.freeze()  # the views (build_site)
         _unique_slugs(exps)
         summaries = {}
         for k, exp in enumerate(exps):
