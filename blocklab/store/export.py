@@ -66,18 +66,22 @@ def run_rows(
     db: ResultsStore, experiment: str | None = None, *, host: str | None = None
 ) -> Iterator[dict[str, Any]]:
     """The runs' CSV rows; with `host`, of that fleet host's runs only."""
+    metric_columns: dict[str, str] = {}  # a metric's name -> its column, made once
     for name in _experiments(db, experiment):
         variants = {v["variant_id"]: v for v in db.variants(name)}
         columns = {vid: variant_columns(v["variant_json"]) for vid, v in variants.items()}
+        fields: list[str] | None = None  # RUN_FIELDS the store's rows have (one query's)
         for r in db.runs(name):
             if host is not None and r["host"] != host:
                 continue
+            if fields is None:
+                fields = [f for f in RUN_FIELDS if f in r.keys()]
             v = variants[r["variant_id"]]
-            keys = r.keys()
-            row: dict[str, Any] = {f: r[f] for f in RUN_FIELDS if f in keys}
+            row: dict[str, Any] = {f: r[f] for f in fields}
             row.update(experiment=name, run_id=r["id"], label=v["label"])
             row.update(columns[r["variant_id"]])
-            row.update({f"metric.{k}": val for k, val in sorted(db.metrics(r["id"]).items())})
+            for k, val in sorted(db.metrics(r["id"]).items()):
+                row[metric_columns.get(k) or metric_columns.setdefault(k, f"metric.{k}")] = val
             yield row
 
 
