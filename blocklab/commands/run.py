@@ -99,6 +99,7 @@ def _print_results(name: str, results: str | None, end_reason: str, init_s: list
 
     out = console()
     with open_results(results) as db:
+        db.read_ahead(name)  # the finished runs and their metrics read once (blocklab summary)
         summary = summarize_experiment(db, name)
         print_summary(out, summary, answer=False)  # the answer comes last, below
         queries = summarize_queries(db, name)
