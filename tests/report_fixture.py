@@ -255,19 +255,34 @@ def _record(
 
 
 def add_synthetic_run(
-    results: Path, name: str, *, seconds: int = 60, seed: int = 99, keep_trends: bool = False
+    results: Path,
+    name: str,
+    *,
+    seconds: int = 60,
+    seed: int = 99,
+    keep_trends: bool = False,
+    same_round: bool = False,
 ) -> int:
     """Record one more SYNTHETIC ok run of `name`'s first variant, in a new round, through
     the store interface (as a run finishing after the report was made); returns its id.
-    `keep_trends`: as write_synthetic_results."""
+    `keep_trends`: as write_synthetic_results. `same_round`: in the last round instead,
+    as the variant's next copy (no round recorded: only the runs change)."""
     rng = random.Random(seed)
     with ResultsDB(results, create=False) as db:
         v = db.variants(name)[0]
-        rnd = 1 + max((int(r["round"]) for r in db.runs(name)), default=0)
-        db.record_round(name, rnd, seed + rnd, [v["variant_id"]])
+        last = max((int(r["round"]) for r in db.runs(name)), default=0)
+        rnd = last if same_round else last + 1
+        if not same_round:
+            db.record_round(name, rnd, seed + rnd, [v["variant_id"]])
+        copies = [
+            int(r["copy_index"]) for r in db.runs(name, v["variant_id"]) if int(r["round"]) == rnd
+        ]
         variant = (v["variant_id"], v["label"], v["variant_json"], json.loads(v["dims_json"]))
         clock = datetime(2025, 6, 1, 12, 0, tzinfo=UTC) + timedelta(hours=rnd)
         rec = _record(rng, name, variant, rnd, 0, clock, seconds, 1.0, False)
+        rec.copy_index = 1 + max(copies, default=-1)
+        if rec.copy_index:
+            rec.raw_dir += f"-c{rec.copy_index}"
         _write_raw(results, rec.raw_dir, rec)
         run_id = db.record_run(rec)
         if keep_trends:

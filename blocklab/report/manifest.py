@@ -5,7 +5,8 @@ version and a digest of the templates and static files: either changing forces a
 rebuild), and per experiment the digest of each run's inputs in page order, with the few
 numbers of a run the experiment's pages need without reading its series (tps range), the
 statistics of the experiment pages' cells (blocklab.report.cell_cache), and each variant's
-per-round values and its part of rounds.csv (blocklab.report.reduction_cache).
+per-round values and its part of rounds.csv (blocklab.report.reduction_cache), and per
+experiment what its files were made from (blocklab.report.kept_experiments).
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class Manifest:
     reductions: dict[str, Any] = field(default_factory=dict)
     # a file made of parts (rounds.csv) -> its digest and each part's place in it
     parts: dict[str, Any] = field(default_factory=dict)
+    # an experiment's slug -> what its files were made from, the files, its answer
+    # (blocklab.report.kept_experiments)
+    kept_experiments: dict[str, Any] = field(default_factory=dict)
     pages: dict[str, int] = field(default_factory=dict)  # every HTML page -> bytes
 
     def runs_of(self, slug: str) -> dict[int, RunEntry]:
@@ -80,6 +84,7 @@ class Manifest:
             "stats": dict(sorted(self.stats.items())),
             "reductions": dict(sorted(self.reductions.items())),
             "parts": dict(sorted(self.parts.items())),
+            "kept_experiments": dict(sorted(self.kept_experiments.items())),
             "pages": dict(sorted(self.pages.items())),
         }
         (site / MANIFEST).write_text(json.dumps(body, separators=(",", ":")) + "\n")
@@ -98,6 +103,7 @@ def load(site: Path) -> Manifest | None:
             stats=dict(body.get("stats", {})),
             reductions=dict(body.get("reductions", {})),
             parts=dict(body.get("parts", {})),
+            kept_experiments=dict(body.get("kept_experiments", {})),
             pages={k: int(v) for k, v in body.get("pages", {}).items()},
         )
     except (OSError, ValueError, KeyError, TypeError):

@@ -37,7 +37,8 @@ from blocklab.errors import UserError
 from blocklab.report import data, devices, explain, manifest, parallel
 from blocklab.report.cell_cache import CellCache
 from blocklab.report.data import ExperimentView, RunView, VariantView
-from blocklab.report.headline import headline_lines
+from blocklab.report.headline import Answer, headline_lines
+from blocklab.report.kept_experiments import KeptExperiments, experiment_digest
 from blocklab.report.pagedata import (
     compare_json,
     grid_json,
@@ -223,7 +224,10 @@ def _generate(
     own meanwhile (a whole site's run pages keep every core busy without it)."""
     copy_assets(w)
     keys = data.experiment_keys(db)
-    summaries_of = functools.partial(_summaries, db, keys, fresh)
+    kept = KeptExperiments(w.old.kept_experiments)
+    digests = {key: experiment_digest(db, *key) for key in keys}
+    todo = [key for key in keys if not kept.may_keep(digests[key])]  # summaries to make
+    summaries_of = functools.partial(_summaries, db, todo, fresh)
     with parallel.begun(summaries_of, fork=update) as summaries_done:
         # the cells and reductions the site's manifest keeps, read back
         cells, reductions = CellCache(w.old.stats), ReductionCache(w.old.reductions)
@@ -234,21 +238,26 @@ def _generate(
         w.new.stats, w.new.reductions = cells.used, reductions.used
         gc.freeze()  # the views (build_site)
         _unique_slugs(exps)
-        summaries = {}
-        for k, exp in enumerate(exps):
-            started = run_pages_started(w, db, results, exp, reductions.run_digest)
-            with started as pages:  # in workers, meanwhile:
-                if not update:
-                    summaries_done()  # made here now, while the workers write the run pages
-                made = functools.partial(lambda k: summaries_done()[k], k)
-                summaries[exp.slug] = write_experiment(w, db, exp, made, pages)
+        answers: dict[str, Answer] = {}
+        for exp in exps:
+            key = (exp.stored_name, exp.fleet_host or None)
+            answer = kept.keep(w, exp, digests[key])  # unchanged: its files kept whole
+            if answer is None:
+                made = functools.partial(_summary_of, db, key, todo, summaries_done, fresh)
+                started = run_pages_started(w, db, results, exp, reductions.run_digest)
+                with started as pages:  # in workers, meanwhile:
+                    if not update:
+                        summaries_done()  # made here now, while the workers write the run pages
+                    answer = headline_lines(write_experiment(w, db, exp, made, pages))
+                kept.record(w, exp, digests[key], answer)
+            answers[exp.slug] = answer
     w.page(
         "index.html",
         "index.html",
         page="index",
         charts=False,
         experiments=exps,
-        answers={e.slug: headline_lines(summaries[e.slug]) for e in exps},
+        answers=answers,
         results=db.location,
         latest=max((r.ended_at or "" for e in exps for r in e.runs), default=""),
         device_profiles=device_store.profiles(db),
@@ -270,6 +279,21 @@ def _summaries(
     finally:
         if forked:
             store.close()
+
+
+def _summary_of(
+    db: ResultsStore,
+    key: tuple[str, str | None],
+    todo: list[tuple[str, str | None]],
+    summaries_done: Callable[[], list[ExperimentSummary]],
+    fresh: bool,
+) -> ExperimentSummary:
+    """The summary of the view `key`: the one being made (`todo`, `summaries_done`), or
+    made here (an experiment recorded unchanged whose files could not be kept)."""
+    if key in todo:
+        return summaries_done()[todo.index(key)]
+    name, host = key
+    return explain.summary_for(db, name, host, fresh=fresh)
 
 
 def write_devices(w: Writer, db: ResultsStore) -> None:
