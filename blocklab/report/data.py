@@ -19,7 +19,7 @@ from blocklab.analysis import interleaved_checks as checks
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
-from blocklab.analysis.round_table import metric_order, rows_of
+from blocklab.analysis.round_table import rows_of
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
 from blocklab.analysis.stats import EQUIVALENCE_PCT, Comparison
 from blocklab.analysis.summary import (
@@ -116,7 +116,8 @@ class ExperimentView:
     stationarity: list[str] = field(default_factory=list)
     equivalence_pct: float = EQUIVALENCE_PCT  # X of "equal within ±X %"
     # (variant id, metric) -> its per-round values, reduced once for the cells and kept
-    # for rounds.csv (round_table), which at 10,000 runs reduced every one a second time
+    # for rounds.csv (variant_round_rows), which at 10,000 runs reduced every one a
+    # second time
     reduced: dict[tuple[str, str], RoundValues] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -461,29 +462,20 @@ def _fill_cells(
     return reduced
 
 
-def round_table(exp: ExperimentView, metric_names: list[str]) -> Iterator[dict[str, Any]]:
-    """rounds.csv's rows (blocklab.analysis.round_table.round_rows: a row per variant,
-    metric (`metric_names`: the stored ones, in round_table.metric_order) and round) from
-    the view's runs, each (variant, metric) reduced once: those the cells reduced are
-    reused."""
-    metrics = metric_order(metric_names)
-    for v in exp.variants:
-        yield from variant_round_rows(exp, v, metrics)
-
-
 def variant_round_rows(
     exp: ExperimentView, v: VariantView, metrics: list[str]
 ) -> Iterator[dict[str, Any]]:
-    """One variant's rows of rounds.csv (round_table), `metrics` in their order: the
-    values the cells reduced, a metric they did not reduced here."""
+    """One variant's rows of rounds.csv (blocklab.analysis.round_table.round_rows: a row
+    per metric and round), `metrics` in round_table.metric_order: the values the cells
+    reduced, a metric they did not reduced here."""
     vid = v.variant_id
     mine: list[RunView] | None = None
+    is_ref = vid in {u.reference_id for u in exp.variants}
     for metric in metrics:
         got = exp.reduced.get((vid, metric))
         if got is None:
             if mine is None:
                 mine = [r for r in exp.runs if r.variant_id == vid]
-            is_ref = vid in {u.reference_id for u in exp.variants}
             got = round_values(mine, vid, metric, exp.design, is_reference=is_ref)
         yield from rows_of(exp.stored_name, vid, v.label, metric, got)
 

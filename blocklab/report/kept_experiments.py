@@ -103,10 +103,10 @@ class KeptExperiments:
         if any(f.endswith(".html") and f not in w.old.pages for f in [*pages, *others]):
             return None
         for f in [*pages, *others]:
-            w.files.add(f)
             if f.endswith(".html"):
-                w.new.pages[f] = w.old.pages[f]
-                w.kept += 1
+                w.keep(f, present=True)  # in old.pages and present: both checked above
+            else:
+                w.files.add(f)
         w.files.update(f"{base}/runs/{r.id}-raw/" for r in runs)
         w.new.experiments[slug] = runs
         w.new.cells.update({k: v for k, v in w.old.cells.items() if k.startswith(f"{base}/")})

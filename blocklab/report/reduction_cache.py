@@ -134,7 +134,7 @@ def rounds_csv(
     old: Mapping[str, Any] | None,
     old_text: str | None,
 ) -> tuple[str, dict[str, Any]]:
-    """rounds.csv's text (data.round_table's rows, `metrics` in round_table.metric_order)
+    """rounds.csv's text (data.variant_round_rows's rows, `metrics` in round_table.metric_order)
     and its record for the manifest: each variant's part copied from `old_text` (the file
     an earlier build wrote, `old` its record) when its digest is recorded there and the
     text is what that build wrote, else made."""

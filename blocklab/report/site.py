@@ -466,7 +466,7 @@ def runs_csv_text(db: ResultsStore, name: str, host: str | None) -> str:
 
 
 def write_rounds_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
-    """rounds.csv, from the reductions the view's cells made (data.round_table); the parts
+    """rounds.csv, from the reductions the view's cells made (data.variant_round_rows); the parts
     of the variants whose runs did not change copied from the file the site has
     (reduction_cache.rounds_csv)."""
     rel = f"e/{exp.slug}/rounds.csv"

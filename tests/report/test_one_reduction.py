@@ -158,7 +158,7 @@ def _results(kind: str, abba: Path, tmp_path: Path) -> tuple[Path, str]:
 
 @pytest.mark.parametrize("kind", ["abba", "paired"])
 def test_the_site_s_rounds_csv_is_export_s(results: Path, tmp_path: Path, kind: str) -> None:
-    """The report's rounds.csv (data.round_table, from the reductions its cells made) is
+    """The report's rounds.csv (data.variant_round_rows, from the reductions its cells made) is
     byte for byte `blocklab export --csv`'s (round_table.round_rows, from the store): an
     abba design with half a palindrome and a zero copy, and a paired one with a failed
     run and series-only metrics."""
