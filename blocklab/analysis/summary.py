@@ -249,7 +249,7 @@ def summarize_experiment(
     for v in variants:
         runs = runs_of[v["variant_id"]]
         vs = _variant_summary(
-            db, v, ref_id, runs, values_of, labels, info, result.equivalence_pct, slots
+            db, v, ref_id, runs, values_of, labels, info, result.equivalence_pct, slots, checks
         )
         vs.dropped = reduced[v["variant_id"]].dropped
         if checks:
@@ -437,9 +437,11 @@ def _variant_summary(
     info: MetricInfo,
     equivalence_pct: float = stats.EQUIVALENCE_PCT,
     slots: Mapping[str, Mapping[int, float]] | None = None,
+    summarized: bool = True,
 ) -> VariantSummary:
     """Variant `v`'s summary from its `runs`, compared with its reference's values (the
-    experiment's reference `ref_id` unless it names its own)."""
+    experiment's reference `ref_id` unless it names its own); `summarized`: with its
+    values' own summary (a side metric's row uses only the comparison)."""
     vid = v["variant_id"]
     my_ref = v["reference_id"] or ref_id
     failed = [r for r in runs if r["status"] != "ok"]
@@ -458,7 +460,7 @@ def _variant_summary(
         n_failed=len(failed),
         failure_reasons=grouped_reasons([(r["round"], r["reason"]) for r in failed]),
         values=values,
-        summary=summarize(list(values.values()), info) if values else None,
+        summary=summarize(list(values.values()), info) if values and summarized else None,
         comparison=comparison,
         verdict=verdict_text(comparison, info) if comparison else "",
         latency_avg_ms=None,  # the caller's (_latency_summary), where it is wanted
