@@ -9,10 +9,9 @@ again: at 10,000 runs that reduction took a fifth of an update. The values read 
 made) carry their digest (KeyedValues), so a cell's digest (report.cell_cache) and a
 variant's part of rounds.csv are known without hashing the values again.
 
-rounds.csv is the header and one part a variant, in the variants' order; the manifest
-records each part's place in the file and the file's digest, and an update copies the
-unchanged parts from the file it finds (when its digest matches) instead of writing
-them again. What a build used is what its manifest keeps, so the entries do not pile up.
+rounds.csv is the header and one part a variant, in the variants' order (csv_parts: an
+update copies the unchanged parts from the file it finds instead of writing them again).
+What a build used is what its manifest keeps, so the entries do not pile up.
 An entry that does not read back is made again.
 """
 
@@ -24,7 +23,7 @@ from typing import Any
 
 from blocklab.analysis.round_table import ROUND_FIELDS
 from blocklab.analysis.rounds import RoundValues
-from blocklab.report import data, manifest
+from blocklab.report import csv_parts, data, manifest
 from blocklab.store.export import csv_text
 
 
@@ -139,22 +138,13 @@ def rounds_csv(
     an earlier build wrote, `old` its record) when its digest is recorded there and the
     text is what that build wrote, else made."""
     header = csv_text([], ROUND_FIELDS)
-    spans = _spans(old, old_text)
-    parts, places = [header], {}
-    at = len(header)
-    for v, key in _part_keys(exp, metrics):
-        span = spans.get(key) if key else None
-        if span is not None and old_text is not None:
-            text = old_text[span[0] : span[1]]
-        else:
-            text = csv_text(list(data.variant_round_rows(exp, v, metrics)), ROUND_FIELDS)
-            text = text[len(header) :]
-        if key:
-            places[key] = [at, at + len(text)]
-        parts.append(text)
-        at += len(text)
-    whole = "".join(parts)
-    return whole, {"digest": _text_digest(whole), "parts": places}
+    keyed = list(_part_keys(exp, metrics))
+
+    def make(todo: list[int]) -> list[str]:
+        rows = (list(data.variant_round_rows(exp, keyed[i][0], metrics)) for i in todo)
+        return [csv_text(r, ROUND_FIELDS, header=False) for r in rows]
+
+    return csv_parts.assemble(header, [key for _, key in keyed], make, old, old_text)
 
 
 def _part_keys(
@@ -169,24 +159,3 @@ def _part_keys(
         ]
         ok = all(digests)
         yield v, manifest.digest([exp.stored_name, v.variant_id, v.label, digests]) if ok else None
-
-
-def _spans(old: Mapping[str, Any] | None, old_text: str | None) -> dict[str, list[int]]:
-    """The parts an earlier build recorded, when `old_text` is the text it wrote."""
-    if not old or old_text is None or old.get("digest") != _text_digest(old_text):
-        return {}
-    parts = old.get("parts")
-    if not isinstance(parts, dict):
-        return {}
-    return {
-        k: span
-        for k, span in parts.items()
-        if isinstance(span, list)
-        and len(span) == 2
-        and all(type(i) is int for i in span)
-        and 0 <= span[0] <= span[1] <= len(old_text)
-    }
-
-
-def _text_digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:32]

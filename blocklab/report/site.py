@@ -34,7 +34,7 @@ from blocklab.analysis.round_table import metric_order
 from blocklab.analysis.summary import ExperimentSummary
 from blocklab.economics import device_store
 from blocklab.errors import UserError
-from blocklab.report import data, devices, explain, manifest, parallel
+from blocklab.report import csv_parts, data, devices, explain, manifest, parallel
 from blocklab.report.cell_cache import CellCache
 from blocklab.report.data import ExperimentView, RunView, VariantView
 from blocklab.report.headline import Answer, headline_lines
@@ -51,7 +51,7 @@ from blocklab.report.rawfiles import copy_raw
 from blocklab.report.reduction_cache import ReductionCache, rounds_csv
 from blocklab.report.runs_lists import write_runs_lists
 from blocklab.report.writer import MARKER, Writer, WriterState
-from blocklab.store import ResultsStore, export
+from blocklab.store import ResultsStore
 
 
 @dataclass(frozen=True)
@@ -438,7 +438,7 @@ def write_experiment(
     write_rounds_csv(w, db, exp)
     tps, entries = _run_pages_done(w, exp, pages)
     write_grid(w, db, exp, entries, tps)  # needs no summary: made while it may be in the making
-    w.put(f"{base}/runs.csv", runs_csv_text(db, exp.stored_name, exp.fleet_host or None))
+    write_runs_csv(w, db, exp)
     extras, plot_data = explain.experiment_extras(db, exp, made, tps)  # made() waited for last
     summary = made()
     exp.stationarity = data.drift_notes(summary.stationarity)
@@ -460,24 +460,35 @@ def _write_runs(
     return tps
 
 
-def runs_csv_text(db: ResultsStore, name: str, host: str | None) -> str:
-    """runs.csv of an experiment (of one fleet host's runs with `host`)."""
-    return export.csv_text(list(export.run_rows(db, name, host=host)), export.RUN_FIELDS)
+def write_runs_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
+    """runs.csv (of the view's fleet host's runs); the parts of the rounds whose runs did
+    not change copied from the file the site has (csv_parts.runs_csv)."""
+    rel = f"e/{exp.slug}/runs.csv"
+    old, old_text = _old_parts(w, rel)
+    host = exp.fleet_host or None
+    text, w.new.parts[rel] = csv_parts.runs_csv(db, exp.stored_name, host, old, old_text)
+    w.put(rel, text)
 
 
 def write_rounds_csv(w: Writer, db: ResultsStore, exp: ExperimentView) -> None:
-    """rounds.csv, from the reductions the view's cells made (data.variant_round_rows); the parts
-    of the variants whose runs did not change copied from the file the site has
+    """rounds.csv, from the reductions the view's cells made (data.variant_round_rows);
+    the parts of the variants whose runs did not change copied from the file the site has
     (reduction_cache.rounds_csv)."""
     rel = f"e/{exp.slug}/rounds.csv"
-    old = w.old.parts.get(rel)
-    old_text = None
-    if old:
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            old_text = (w.out / rel).read_text()
+    old, old_text = _old_parts(w, rel)
     metrics = metric_order(db.metric_names(exp.stored_name))
     text, w.new.parts[rel] = rounds_csv(exp, metrics, old, old_text)
     w.put(rel, text)
+
+
+def _old_parts(w: Writer, rel: str) -> tuple[Any, str | None]:
+    """What the site's manifest recorded of a file made by parts, and the file's text
+    (None when either is missing)."""
+    old = w.old.parts.get(rel)
+    if old:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            return old, (w.out / rel).read_text()
+    return old, None
 
 
 def _keep_run(w: Writer, base: str, run: RunView, present: set[str]) -> bool:

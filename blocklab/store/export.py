@@ -6,7 +6,7 @@ import csv
 import io
 import json
 import operator
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +63,23 @@ def _experiments(db: ResultsStore, experiment: str | None) -> list[str]:
 
 
 def run_rows(
-    db: ResultsStore, experiment: str | None = None, *, host: str | None = None
+    db: ResultsStore,
+    experiment: str | None = None,
+    *,
+    host: str | None = None,
+    rounds: Collection[int] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The runs' CSV rows; with `host`, of that fleet host's runs only."""
+    """The runs' CSV rows; with `host`, of that fleet host's runs only; with `rounds`, of
+    those rounds' runs only."""
     metric_columns: dict[str, str] = {}  # a metric's name -> its column, made once
     for name in _experiments(db, experiment):
         variants = {v["variant_id"]: v for v in db.variants(name)}
         columns = {vid: variant_columns(v["variant_json"]) for vid, v in variants.items()}
         fields: list[str] | None = None  # RUN_FIELDS the store's rows have (one query's)
         for r in db.runs(name):
-            if host is not None and r["host"] != host:
+            if (host is not None and r["host"] != host) or (
+                rounds is not None and r["round"] not in rounds
+            ):
                 continue
             if fields is None:
                 fields = [f for f in RUN_FIELDS if f in r.keys()]
@@ -83,6 +90,26 @@ def run_rows(
             for k, val in sorted(db.metrics(r["id"]).items()):
                 row[metric_columns.get(k) or metric_columns.setdefault(k, f"metric.{k}")] = val
             yield row
+
+
+def run_columns(db: ResultsStore, experiment: str, *, host: str | None = None) -> list[str]:
+    """The columns of the experiment's runs.csv (run_rows' rows, `host`'s runs), in the
+    order csv_text writes them, found without making the rows."""
+    variants = {v["variant_id"]: v["variant_json"] for v in db.variants(experiment)}
+    keys = {"experiment", "run_id", "label"}
+    seen: set[str] = set()
+    metric_names: set[str] = set()
+    for r in db.runs(experiment):
+        if host is not None and r["host"] != host:
+            continue
+        if not seen:
+            keys.update(f for f in RUN_FIELDS if f in r.keys())
+        if r["variant_id"] not in seen:
+            seen.add(r["variant_id"])
+            keys.update(variant_columns(variants[r["variant_id"]]))
+        metric_names.update(db.metrics(r["id"]))
+    keys.update(f"metric.{k}" for k in metric_names)
+    return csv_columns(keys, RUN_FIELDS) if seen else list(RUN_FIELDS)
 
 
 def series_rows(db: ResultsStore, experiment: str | None = None) -> Iterator[dict[str, Any]]:
@@ -109,22 +136,43 @@ def write_csv(path: Path, rows: list[dict[str, Any]], first: tuple[str, ...]) ->
     return len(rows)
 
 
-def csv_text(rows: list[dict[str, Any]], first: tuple[str, ...]) -> str:
+def csv_text(
+    rows: list[dict[str, Any]],
+    first: tuple[str, ...],
+    columns: Sequence[str] | None = None,
+    *,
+    header: bool = True,
+) -> str:
     """What write_csv writes, as its file reads back as text (universal newlines: the
-    rows end in "\n"), made in memory."""
+    rows end in "\n"), made in memory; `columns`: those of a whole file of which `rows`
+    are a part (csv_columns of its rows' keys), `header`: whether the text has it."""
     buf = io.StringIO(newline="")
-    _write_rows(buf, rows, first)
+    _write_rows(buf, rows, first, columns, header=header)
     return buf.getvalue().replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _write_rows(f: Any, rows: list[dict[str, Any]], first: tuple[str, ...]) -> None:
-    """`first` then every other key of the rows, sorted: each row's keys are columns, so
-    none needs checking for keys the header lacks (csv.DictWriter's check); a row with
-    every column is written through itemgetter, the others with "" where they lack one
-    (csv.DictWriter's restval)."""
-    columns = list(first) + sorted({k for row in rows for k in row} - set(first))
+def csv_columns(keys: Collection[str], first: tuple[str, ...]) -> list[str]:
+    """A CSV file's columns: `first`, then every other of the rows' keys, sorted."""
+    return list(first) + sorted(set(keys) - set(first))
+
+
+def _write_rows(
+    f: Any,
+    rows: list[dict[str, Any]],
+    first: tuple[str, ...],
+    columns: Sequence[str] | None = None,
+    *,
+    header: bool = True,
+) -> None:
+    """`first` then every other key of the rows, sorted (or `columns`, a whole file's):
+    each row's keys are columns, so none needs checking for keys the header lacks
+    (csv.DictWriter's check); a row with every column is written through itemgetter, the
+    others with "" where they lack one (csv.DictWriter's restval)."""
+    if columns is None:
+        columns = csv_columns({k for row in rows for k in row}, first)
     writer = csv.writer(f)
-    writer.writerow(columns)
+    if header:
+        writer.writerow(columns)
     whole = operator.itemgetter(*columns, *columns[:1])  # a tuple even for one column
     n = len(columns)
     writer.writerows(
