@@ -219,19 +219,20 @@ def _run_view(row: Any, metrics: dict[str, float | None]) -> RunView:
 def load_experiments(
     db: ResultsStore,
     *,
-    judge_drift: bool = True,
+    from_summary: bool = False,
     cell_stats: CellMaker = shape.cell_stats,
     reduce: Reducer | None = None,
 ) -> list[ExperimentView]:
     """Every stored experiment; a fleet's experiment once per host (a round pairs only
-    with the same round on the same host), named `experiment @ host`. `judge_drift=False`
-    leaves `stationarity` empty, for a caller that takes it from the experiment's summary
-    (drift_notes): the site, which judged every run's series twice before. `cell_stats`
+    with the same round on the same host), named `experiment @ host`. `from_summary` leaves
+    `stationarity` empty and `carryover` None, for a caller that takes them from the
+    experiment's summary (drift_notes): the site, which judged every run's series and
+    estimated the carry-over twice before. `cell_stats`
     makes each cell (shape.cell_stats; the site's answers from kept ones where it can),
     `reduce` each variant's per-round values (reduce_variant, or the site's kept ones)."""
     return [
         load_experiment(
-            db, name, host=host, judge_drift=judge_drift, cell_stats=cell_stats, reduce=reduce
+            db, name, host=host, from_summary=from_summary, cell_stats=cell_stats, reduce=reduce
         )
         for name, host in experiment_keys(db)
     ]
@@ -259,7 +260,7 @@ def load_experiment(
     name: str,
     *,
     host: str | None = None,
-    judge_drift: bool = True,
+    from_summary: bool = False,
     cell_stats: CellMaker = shape.cell_stats,
     reduce: Reducer | None = None,
 ) -> ExperimentView:
@@ -297,10 +298,10 @@ def load_experiment(
         stored_name=name,
         design=design,
         aa=_aa(runs, design, ref),
-        carryover=_carryover(runs, design, ref),
+        carryover=None if from_summary else _carryover(runs, design, ref),
         stationarity=(
             stationarity_notes(db, variants, runs)
-            if judge_drift and not measures_whole_cycles(exp)
+            if not from_summary and not measures_whole_cycles(exp)
             else []
         ),
         equivalence_pct=equivalence_pct,

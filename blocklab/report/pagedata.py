@@ -125,9 +125,18 @@ def compare_items(exp: ExperimentView, index: int) -> list[dict[str, Any]]:
     return out
 
 
+# what the experiment page says in sentences, and the compare page does not show: an
+# update has them only for the experiments whose summary it makes
+PAGE_ONLY = ("aa", "carryover")
+
+
 def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
+    def entry(e: ExperimentView) -> dict[str, Any]:
+        got = experiment_json(e, f"e/{e.slug}/index.html")
+        return {k: v for k, v in got.items() if k not in PAGE_ONLY}
+
     return {
-        "experiments": [experiment_json(e, f"e/{e.slug}/index.html") for e in exps],
+        "experiments": [entry(e) for e in exps],
         "items": [it for i, e in enumerate(exps) for it in compare_items(e, i)],
     }
 

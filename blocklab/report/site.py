@@ -231,9 +231,9 @@ def _generate(
     with parallel.begun(summaries_of, fork=update) as summaries_done:
         # the cells and reductions the site's manifest keeps, read back
         cells, reductions = CellCache(w.old.stats), ReductionCache(w.old.reductions)
-        # the views without their drift notes: the summary judges the series
+        # the views without their drift notes and carry-over: the summary makes them
         exps = data.load_experiments(
-            db, judge_drift=False, cell_stats=cells.cell_stats, reduce=reductions.reduce
+            db, from_summary=True, cell_stats=cells.cell_stats, reduce=reductions.reduce
         )
         w.new.stats, w.new.reductions = cells.used, reductions.used
         gc.freeze()  # the views (build_site)
@@ -442,6 +442,7 @@ def write_experiment(
     extras, plot_data = explain.experiment_extras(db, exp, made, tps)  # made() waited for last
     summary = made()
     exp.stationarity = data.drift_notes(summary.stationarity)
+    exp.carryover = summary.carryover
     w.put(f"{base}/plots.js", explain.plots_script(plot_data))
     digests = dict(zip((r.id for r in exp.runs), pages.digests, strict=True))
     write_runs_lists(w, exp, labels, digests, has_queries=has_queries, extras=extras)

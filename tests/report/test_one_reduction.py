@@ -125,7 +125,7 @@ def test_a_summary_without_its_checks_has_the_same_rows(results: Path, metric: s
     assert rows.carryover is None and rows.setting == "" and rows.layout is None
 
 
-def test_carryover_is_found_in_the_summary_and_the_report(results: Path) -> None:
+def test_carryover_is_found_in_the_summary_and_the_report(results: Path, tmp_path: Path) -> None:
     with ResultsDB(results, create=False) as db:
         summary = summarize_experiment(db, NAME)
         view = data.load_experiment(db, NAME)
@@ -139,6 +139,9 @@ def test_carryover_is_found_in_the_summary_and_the_report(results: Path) -> None
     assert page["carryover"]["flagged"] is True
     assert page["carryover"]["ratio"] == pytest.approx(c.comparison.ratio, rel=1e-5)
     assert page["carryover"]["text"] == lines[-1]
+    # the site's page takes it from the summary it makes (its views leave it out)
+    html = (build_site(results, tmp_path / "site").out / "e" / view.slug / "index.html").read_text()
+    assert f'<p id="carryover" class="bad">{lines[-1]}</p>' in html
 
 
 def test_the_summary_prints_the_half_palindrome_and_the_carryover(
