@@ -159,12 +159,10 @@ def latency_label(op: str, stat: str) -> str:
 def latency_json(runs: Sequence[RunView], labels: Mapping[str, str]) -> dict[str, Any]:
     """Each variant's successful runs' latency statistics, per statistic the driver
     stored (x: 'average', 'p95', 'new order p95', ...), and whether any is a percentile."""
-    keys: dict[str, tuple[str, str]] = {}
-    for r in runs:
-        for k in ("latency_avg_ms", *r.metrics):
-            if (named := latency_key(k)) is not None:
-                keys[k] = named
-    order = sorted(keys, key=lambda k: (keys[k][0], _STAT_ORDER.index(keys[k][1])))
+    stored = {"latency_avg_ms"}.union(*(r.metrics for r in runs))  # each name matched once
+    keys = {k: named for k in stored if (named := latency_key(k)) is not None}
+    order = sorted(keys, key=lambda k: (keys[k][0], _STAT_ORDER.index(keys[k][1]), k))
+    words = {k: latency_label(*keys[k]) for k in order}
     by_variant: dict[str, dict[str, list[Any]]] = {x: {"x": [], "y": []} for x in labels.values()}
     for r in runs:
         if r.status != "ok":
@@ -173,10 +171,10 @@ def latency_json(runs: Sequence[RunView], labels: Mapping[str, str]) -> dict[str
         for k in order:
             value = r.value(k)
             if value is not None:
-                mine["x"].append(latency_label(*keys[k]))
+                mine["x"].append(words[k])
                 mine["y"].append(value)
     return {
-        "stats": [latency_label(*keys[k]) for k in order],
+        "stats": [words[k] for k in order],
         "variants": [{"label": label, **xy} for label, xy in by_variant.items() if xy["y"]],
         "percentiles": any(keys[k][1].startswith("p") for k in order),
     }
