@@ -18,6 +18,7 @@ An entry that does not read back is made again.
 from __future__ import annotations
 
 import hashlib
+import pickle
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -89,10 +90,12 @@ class ReductionCache:
 
 
 def run_digest(run: data.RunView) -> str:
-    """A digest of everything a run's view holds (repr of its fields: exact for floats,
-    the metrics in the store's order; two thirds of JSON's cost, at 10,000 runs a tenth
-    of an update)."""
-    return hashlib.sha256(repr(vars(run)).encode()).hexdigest()[:32]
+    """A digest of everything a run's view holds: its fields pickled (floats exact, the
+    metrics in the store's order). Equal pickles are equal views; two pickles of equal
+    views could differ only where one view shares a string object between two fields and
+    the other does not, which would make a page again, not keep a stale one. A quarter
+    of repr's cost: at 10,000 runs, repr took 0.27 s of an update."""
+    return hashlib.sha256(pickle.dumps(vars(run), protocol=5)).hexdigest()[:32]
 
 
 def variant_key(run_digests: list[str], variant_id: str, design: str, is_reference: bool) -> str:

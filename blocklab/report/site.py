@@ -91,6 +91,7 @@ def build_site(spec: str | Path, out: Path, *, full: bool = False) -> SiteResult
     try:
         for row in db.experiments():
             db.read_ahead(row["name"])  # the runs and metrics read once, not once a use
+        gc.freeze()  # and what was read ahead, before the summaries' process is forked
         _check_out(out, results)
         version = manifest.site_version()
         old = None if full or not (out / MARKER).exists() else manifest.load(out)
