@@ -21,6 +21,15 @@ class Row(Protocol):
     def keys(self) -> list[str]: ...
 
 
+class DictRow(dict[str, Any]):
+    """A Row as a dict (PostgreSQL's rows, and the runs a SQLite store reads ahead): one
+    hash lookup a column, where sqlite3.Row compares the names one by one (0.3 to 0.65 µs
+    a lookup in the runs' 21 columns; the report looks up millions)."""
+
+    def keys(self) -> list[str]:  # type: ignore[override]
+        return list(super().keys())
+
+
 @dataclass
 class RunRecord:
     """Everything one run produced. `tps` and friends are None for a failed run."""

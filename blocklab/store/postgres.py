@@ -20,6 +20,7 @@ import psycopg
 from psycopg.rows import RowMaker, tuple_row
 
 from blocklab.errors import UserError
+from blocklab.store.base import DictRow
 from blocklab.store.sqlite import MIGRATIONS, SCHEMA_VERSION, ResultsDB
 from blocklab.store.uri import PgTarget
 
@@ -47,25 +48,18 @@ def pg_ddl(name: str) -> str:
     return ddl
 
 
-class PgRow(dict[str, Any]):
-    """A row read by column name, like sqlite3.Row."""
-
-    def keys(self) -> list[str]:  # type: ignore[override]
-        return list(super().keys())
-
-
-def _pg_row(cursor: psycopg.Cursor[Any]) -> RowMaker[PgRow]:
+def _pg_row(cursor: psycopg.Cursor[Any]) -> RowMaker[DictRow]:
     names = [c.name for c in cursor.description or []]
-    return lambda values: PgRow(zip(names, values, strict=True))
+    return lambda values: DictRow(zip(names, values, strict=True))
 
 
 class _Conn:
     """The part of sqlite3.Connection that ResultsDB's queries use, on psycopg."""
 
-    def __init__(self, conn: psycopg.Connection[PgRow]):
+    def __init__(self, conn: psycopg.Connection[DictRow]):
         self.pg = conn
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[PgRow]:
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[DictRow]:
         return self.pg.execute(sql.replace("?", "%s"), params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:

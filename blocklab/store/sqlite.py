@@ -14,7 +14,14 @@ from typing import Any, TypeVar
 
 from blocklab import faults
 from blocklab.errors import UserError
-from blocklab.store.base import POINT_COLUMNS, DevicePoint, DeviceProfileHead, RunRecord
+from blocklab.store.base import (
+    POINT_COLUMNS,
+    DevicePoint,
+    DeviceProfileHead,
+    DictRow,
+    Row,
+    RunRecord,
+)
 from blocklab.store.read_only import connect as connect_read_only
 from blocklab.store.read_only import read_uri
 
@@ -302,11 +309,13 @@ class ResultsDB:
         over (the summary of each metric, the tables, the CSV files, one run at a time),
         and a stored run's row and metrics never change. Runs recorded later are not
         seen by runs(experiment): the report reads one snapshot."""
-        runs = list(
+        rows = list(
             self.conn.execute(
                 "SELECT * FROM runs WHERE experiment=? ORDER BY round, position", (experiment,)
             )
         )
+        names = rows[0].keys() if rows else []
+        runs = [r if isinstance(r, DictRow) else DictRow(zip(names, r, strict=True)) for r in rows]
         metrics: dict[int, dict[str, float | None]] = {int(r["id"]): {} for r in runs}
         for run_id, name, value in self._tuples(
             "SELECT m.run_id, m.name, m.value FROM metrics m JOIN runs r ON r.id = m.run_id"
@@ -317,7 +326,7 @@ class ResultsDB:
         self._read_ahead[experiment] = runs
         self._metrics_ahead.update(metrics)
 
-    def runs(self, experiment: str, variant_id: str | None = None) -> list[sqlite3.Row]:
+    def runs(self, experiment: str, variant_id: str | None = None) -> list[Row]:
         if (ahead := self._read_ahead.get(experiment)) is not None:
             return [r for r in ahead if variant_id is None or r["variant_id"] == variant_id]
         sql = "SELECT * FROM runs WHERE experiment=?"
