@@ -318,8 +318,9 @@ class ResultsDB:
         runs = [r if isinstance(r, DictRow) else DictRow(zip(names, r, strict=True)) for r in rows]
         metrics: dict[int, dict[str, float | None]] = {int(r["id"]): {} for r in runs}
         for run_id, name, value in self._tuples(
-            "SELECT m.run_id, m.name, m.value FROM metrics m JOIN runs r ON r.id = m.run_id"
-            " WHERE r.experiment=? ORDER BY m.run_id, m.name",
+            # IN, not a join: the rows come in the key's order, not sorted after (half the time)
+            "SELECT run_id, name, value FROM metrics"
+            " WHERE run_id IN (SELECT id FROM runs WHERE experiment=?) ORDER BY run_id, name",
             (experiment,),
         ):
             metrics[run_id][name] = value
