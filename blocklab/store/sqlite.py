@@ -369,7 +369,11 @@ class ResultsDB:
         }
 
     def metric_names(self, experiment: str) -> list[str]:
-        """Every metric stored for the experiment's runs, sorted."""
+        """Every metric stored for the experiment's runs, sorted (of the runs read ahead,
+        when they were: read_ahead)."""
+        if (ahead := self._read_ahead.get(experiment)) is not None:
+            got = self._metrics_ahead
+            return sorted(set().union(*(got[int(r["id"])] for r in ahead)))
         rows = self.conn.execute(
             "SELECT DISTINCT m.name FROM metrics m JOIN runs r ON r.id = m.run_id"
             " WHERE r.experiment=? ORDER BY m.name",

@@ -319,15 +319,18 @@ def test_query_rows_and_plans_on_both_back_ends(store: ResultsStore, tmp_path: P
 
 
 def test_read_ahead_trends_and_named_series_contract(store: ResultsStore) -> None:
-    """read_ahead answers runs() and metrics() as the queries do (and later runs are not
-    seen: one snapshot); series_of_runs reads only the series named; kept trend rows come
-    back as the floats they were (inf too), per method, replaced whole (schema 5)."""
+    """read_ahead answers runs(), metrics() and metric_names() as the queries do (and
+    later runs are not seen: one snapshot); series_of_runs reads only the series named;
+    kept trend rows come back as the floats they were (inf too), per method, replaced
+    whole (schema 5)."""
     _register(store)
     a = store.record_run(_run("a", 1))
     b = store.record_run(_run("b", 1, None))
     runs, metrics = [dict(r) for r in store.runs("e1")], store.metrics(a)
+    names = store.metric_names("e1")
     store.read_ahead("e1")
     assert [dict(r) for r in store.runs("e1")] == runs
+    assert store.metric_names("e1") == names and len(names) > 1
     assert [r["id"] for r in store.runs("e1", "b")] == [b]
     assert store.metrics(a) == metrics == store.metrics(b)
     later = store.record_run(_run("a", 2))
