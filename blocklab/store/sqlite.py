@@ -423,16 +423,31 @@ class ResultsDB:
 
     def run_trends(self, run_ids: Sequence[int], method: str) -> dict[int, list[tuple[Any, ...]]]:
         """run id -> its kept trend rows under `method`: (series, *TREND_COLUMNS) each;
-        runs with none kept are left out."""
+        runs with none kept are left out. Ids that fill most of their range (an
+        experiment's) are read in one range scan of the key, others 500 a query."""
+        wanted = set(run_ids)
+        if not wanted:
+            return {}
+        cols = f"run_id, series, {', '.join(TREND_COLUMNS)}"
+        lo, hi = min(wanted), max(wanted)
+        if hi - lo < 2 * len(wanted):
+            sql = f"SELECT {cols} FROM run_trends WHERE run_id BETWEEN ? AND ? AND method=?"
+            batches = [self._tuples(sql, [lo, hi, method])]
+        else:
+            ids = sorted(wanted)
+            batches = [
+                self._tuples(
+                    f"SELECT {cols} FROM run_trends WHERE method=? AND run_id IN"
+                    f" ({','.join('?' * len(chunk))})",
+                    [method, *chunk],
+                )
+                for chunk in (ids[i : i + 500] for i in range(0, len(ids), 500))
+            ]
         out: dict[int, list[tuple[Any, ...]]] = {}
-        for i in range(0, len(run_ids), 500):
-            ids = list(run_ids[i : i + 500])
-            for run_id, *row in self._tuples(
-                f"SELECT run_id, series, {', '.join(TREND_COLUMNS)} FROM run_trends"
-                f" WHERE method=? AND run_id IN ({','.join('?' * len(ids))})",
-                [method, *ids],
-            ):
-                out.setdefault(run_id, []).append(tuple(row))
+        for rows in batches:
+            for row in rows:
+                if row[0] in wanted:
+                    out.setdefault(row[0], []).append(row[1:])
         return out
 
     def keep_run_trends(self, method: str, rows: Sequence[tuple[Any, ...]]) -> None:

@@ -346,7 +346,8 @@ def test_read_ahead_trends_and_named_series_contract(store: ResultsStore) -> Non
         (a, "tps", 60, 1234.5678901234567, 0.1 + 0.2, 1e-300, math.inf, 0.049, 1),
     ]
     store.keep_run_trends("m1", rows)
-    assert store.run_trends([a, b], "m1") == {a: [r[1:] for r in rows]}
+    assert store.run_trends([a, b], "m1") == {a: [r[1:] for r in rows]}  # a range's scan
+    assert store.run_trends([a, a + 10], "m1") == {a: [r[1:] for r in rows]}  # sparse: IN
     assert store.run_trends([a], "m2") == {}
     store.keep_run_trends("m2", rows[:1])  # the run's rows of any method replaced
     assert store.run_trends([a], "m1") == {}
