@@ -227,9 +227,9 @@ def load_experiments(
     with the same round on the same host), named `experiment @ host`. `from_summary` leaves
     `stationarity` empty and `carryover` None, for a caller that takes them from the
     experiment's summary (drift_notes): the site, which judged every run's series and
-    estimated the carry-over twice before. `cell_stats`
-    makes each cell (shape.cell_stats; the site's answers from kept ones where it can),
-    `reduce` each variant's per-round values (reduce_variant, or the site's kept ones)."""
+    estimated the carry-over twice before. `cell_stats` makes each cell
+    (shape.cell_stats; the site's answers from kept ones where it can), `reduce` each
+    variant's per-round values (reduce_variant, or the site's kept ones)."""
     return [
         load_experiment(
             db, name, host=host, from_summary=from_summary, cell_stats=cell_stats, reduce=reduce

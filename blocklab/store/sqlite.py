@@ -14,11 +14,7 @@ from typing import Any, TypeVar
 
 from blocklab import faults
 from blocklab.errors import UserError
-from blocklab.store.base import (
-    DictRow,
-    Row,
-    RunRecord,
-)
+from blocklab.store.base import DictRow, Row, RunRecord
 from blocklab.store.read_only import connect as connect_read_only
 from blocklab.store.read_only import read_uri
 from blocklab.store.sqlite_devices import DeviceProfiles
