@@ -32,14 +32,16 @@ def assemble(
     always made), each copied from `old_text` (the file an earlier build wrote, `old` its
     record) when its digest is recorded there and the text is what that build wrote, the
     others made at once (`make`: the texts of the parts of those indices)."""
-    spans = _spans(old, old_text)
-    texts: list[str] = [
-        old_text[span[0] : span[1]] if old_text and key and (span := spans.get(key)) else ""
+    spans = _spans(old, old_text)  # none unless old_text is the file recorded
+    copied: list[str | None] = [
+        old_text[span[0] : span[1]]
+        if old_text is not None and key and (span := spans.get(key))
+        else None
         for key in keys
     ]
-    todo = [i for i, key in enumerate(keys) if not (key and key in spans and old_text)]
-    for i, text in zip(todo, make(todo), strict=True):
-        texts[i] = text
+    todo = [i for i, text in enumerate(copied) if text is None]
+    made = dict(zip(todo, make(todo), strict=True))
+    texts = [made[i] if text is None else text for i, text in enumerate(copied)]
     places, at = {}, len(header)
     for key, text in zip(keys, texts, strict=True):
         if key:
