@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import functools
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from blocklab.commands.options import results_option
 from blocklab.paths import Paths
-from blocklab.report import DEFAULT_HOST, SiteResult, build_site, make_server
+from blocklab.report import DEFAULT_HOST, SiteResult, build_site, make_server, watch
 from blocklab.store.factory import is_postgres, results_spec
 from blocklab.units import fmt_bytes, fmt_seconds
 
@@ -20,6 +25,23 @@ FULL_HELP = (
     "generate the whole site anew instead of updating the pages that changed (every run's "
     "stationarity judged again from its series, not read where kept)"
 )
+WATCH_HELP = (
+    "keep running: update the site again whenever the results change (polled every "
+    "--every seconds), until Ctrl-C; one process pays the start-up once, not once an update"
+)
+EVERY_HELP = "with --watch: seconds between two looks at the results store"
+
+
+def watch_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--watch and --every."""
+    f = click.option(
+        "--every",
+        type=click.FloatRange(min=0.1, max=3600),
+        default=2.0,
+        show_default=True,
+        help=EVERY_HELP,
+    )(f)
+    return click.option("--watch", is_flag=True, help=WATCH_HELP)(f)
 
 
 def _dirs(results: str | None, out: Path | None) -> tuple[str, Path]:
@@ -44,13 +66,35 @@ def _describe(r: SiteResult) -> str:
     )
 
 
+def _told(r: SiteResult) -> None:
+    click.echo(f"{time.strftime('%H:%M:%S')} {_describe(r)}")
+
+
+def _watching(
+    res: str, site: Path, every_s: float, full: bool, started: Callable[[], None]
+) -> None:
+    """The site kept up to date until Ctrl-C, which ends the watch (exit 0)."""
+    try:
+        watch(res, site, every_s=every_s, told=_told, full=full, started=started)
+    except KeyboardInterrupt:
+        click.echo("stopped watching")
+
+
 @click.command("report")
 @results_option
 @click.option("--out", type=click.Path(path_type=Path), help=OUT_HELP)
 @click.option("--full", is_flag=True, help=FULL_HELP)
-def report(results: str | None, out: Path | None, full: bool) -> None:
+@watch_options
+def report(results: str | None, out: Path | None, full: bool, watch: bool, every: float) -> None:
     """Write the static report site (works offline, from disk)."""
     res, site = _dirs(results, out)
+    if watch:
+        started = functools.partial(
+            click.echo,
+            f"open {site / 'index.html'}; watching {res} every {every:g} s (Ctrl-C to stop)",
+        )
+        _watching(res, site, every, full, started)
+        return
     r = build_site(res, site, full=full)
     click.echo(_describe(r))
     click.echo(f"open {site / 'index.html'}")
@@ -72,19 +116,39 @@ def report(results: str | None, out: Path | None, full: bool) -> None:
     show_default=True,
     help="address to listen on; anything but 127.0.0.1 exposes the results to the network",
 )
-def serve(results: str | None, out: Path | None, port: int, host: str) -> None:
+@watch_options
+def serve(
+    results: str | None, out: Path | None, port: int, host: str, watch: bool, every: float
+) -> None:
     """(Re)generate the report site and serve it on 127.0.0.1 until Ctrl-C."""
     res, site = _dirs(results, out)
-    click.echo(_describe(build_site(res, site)))
+    if not watch:
+        click.echo(_describe(build_site(res, site)))
     server = make_server(site, host=host, port=port)
     if host != DEFAULT_HOST:
         click.secho(f"warning: listening on {host}: reachable from other machines", err=True)
     bound_port = server.server_address[1]
-    click.echo(f"serving {site} at http://{host}:{bound_port}/ (Ctrl-C to stop)")
+    serving = f"serving {site} at http://{host}:{bound_port}/"
     try:
-        server.serve_forever()
+        if not watch:
+            click.echo(f"{serving} (Ctrl-C to stop)")
+            server.serve_forever()
+            return
+        # the site made first, then served from a thread while this one keeps it up to date
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        started = functools.partial(
+            _serve_from, thread, f"{serving}; watching {res} every {every:g} s (Ctrl-C to stop)"
+        )
+        _watching(res, site, every, False, started)
+        if thread.is_alive():
+            server.shutdown()
     finally:
         server.server_close()
+
+
+def _serve_from(thread: threading.Thread, said: str) -> None:
+    thread.start()
+    click.echo(said)
 
 
 COMMANDS: list[click.Command] = [report, serve]

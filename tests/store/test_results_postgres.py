@@ -352,3 +352,37 @@ def test_read_ahead_trends_and_named_series_contract(store: ResultsStore) -> Non
     store.keep_run_trends("m2", rows[:1])  # the run's rows of any method replaced
     assert store.run_trends([a], "m1") == {}
     assert store.run_trends([a], "m2") == {a: [rows[0][1:]]}
+
+
+def test_change_marker_differs_after_each_write_the_report_reads(store: ResultsStore) -> None:
+    """change_marker (blocklab report --watch polls it) differs after every write the
+    report's pages are made from, seen from another connection too, and is equal while
+    nothing is written or only kept trends are (equal to judging the series again)."""
+    other = store.reopen()  # the watcher's own connection
+    try:
+        seen = [other.change_marker()]
+
+        def changed() -> bool:
+            seen.append(other.change_marker())
+            return seen[-1] != seen[-2]
+
+        assert not changed()
+        _register(store)
+        assert changed()
+        store.record_round("e1", 1, 5, ["a", "b"])
+        assert changed()
+        a = store.record_run(_run("a", 1))
+        assert changed() and not changed()
+        store.keep_run_trends("m1", [(a, "", 60, None, None, None, None, None, None)])
+        assert not changed()
+        store.set_experiment_state("e1", "finished", "all rounds ran")
+        assert changed()
+        head = DeviceProfileHead("p", "2026-11-23T10:00:00Z", {}, {}, "fio-3", "libaio", 1.0, 1)
+        pid = store.create_device_profile(head)
+        assert changed()
+        store.record_device_point(pid, DevicePoint("read", 4096, 1, "ok", "", {}, "fio", "{}"))
+        assert changed()
+        store.set_device_profile_state(pid, "done")
+        assert changed() and not changed()
+    finally:
+        other.close()

@@ -1,0 +1,113 @@
+"""blocklab report --watch and serve --watch (blocklab.report.watch): the site made once,
+then updated each time a run is stored, by one process, on SYNTHETIC results."""
+
+from __future__ import annotations
+
+import http.client
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from report_fixture import add_synthetic_run, write_synthetic_results
+
+from blocklab import proc
+from blocklab.report import SiteResult, build_site, watch
+
+NAME = "synthetic-geometry"
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    res = tmp_path / "results"
+    write_synthetic_results(res, rounds=2, seconds=10)
+    return res
+
+
+def test_an_update_each_time_a_run_is_stored_and_none_while_nothing_is(
+    results: Path, tmp_path: Path
+) -> None:
+    """Polls that find the store unchanged update nothing; a run stored between two polls
+    is on the site after the next one, as a full rebuild has it; `full` makes the first
+    update whole, not the next ones."""
+    out = tmp_path / "site"
+    told: list[SiteResult] = []
+    polls: list[float] = []
+    added: list[int] = []
+
+    def sleep(s: float) -> None:  # each wait between two polls
+        polls.append(s)
+        assert len(polls) < 10, "the run stored was not seen"
+        if len(polls) == 3:
+            added.append(add_synthetic_run(results, NAME, seconds=10))
+
+    build_site(results, out)  # a site there: with full, only the first update is whole
+    made = watch(results, out, every_s=0.5, told=told.append, full=True, updates=2, sleep=sleep)
+    assert made == 2 and polls == [0.5, 0.5, 0.5]
+    first, second = told
+    assert not first.incremental and second.incremental
+    assert second.runs == first.runs + 1 and 0 < second.written < second.pages
+    page = next(out.glob(f"e/*/runs/{added[0]}.html"))
+    whole = tmp_path / "whole"
+    build_site(results, whole)
+    assert page.read_bytes() == (whole / page.relative_to(out)).read_bytes()
+
+
+def test_a_missing_store_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    from blocklab.errors import UserError
+
+    with pytest.raises(UserError, match="--results"):
+        watch(tmp_path / "none", tmp_path / "site", every_s=1, told=print, updates=1)
+    assert not (tmp_path / "site").exists()
+
+
+def _wait_for(log: Path, pattern: str, p: object, n: int = 1, timeout_s: float = 60) -> str:
+    """The output once `pattern` is in it `n` times."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and p.poll() is None:  # type: ignore[attr-defined]
+        if len(re.findall(pattern, text := log.read_text())) >= n:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"{pattern!r} not printed:\n{log.read_text()}")
+
+
+def _get(port: int, path: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("command", ["report", "serve"])
+def test_cli_watch_updates_on_a_new_run_and_ctrl_c_ends_it(
+    command: str, results: Path, tmp_path: Path
+) -> None:
+    """`blocklab report --watch` / `serve --watch`: the site made, each of three runs
+    stored by another process meanwhile updates it (served at once by serve), Ctrl-C
+    ends the watch with exit 0. (A connection the watcher held open saw the second run
+    never: blocklab.report.watch._marker.)"""
+    out, log = tmp_path / "site", tmp_path / "watch.out"
+    argv = [sys.executable, "-m", "blocklab.cli", command, "--results", str(results)]
+    argv += ["--out", str(out), "--watch", "--every", "0.2"]
+    p = proc.spawn([*argv, *(["--port", "0"] if command == "serve" else [])], stdout_path=log)
+    try:
+        said = _wait_for(log, r"watching .* every 0\.2 s \(Ctrl-C to stop\)", p)
+        assert "generated whole" in log.read_text()
+        port = re.search(r"http://127\.0\.0\.1:(\d+)/", said)
+        for k in range(1, 4):  # three runs, each stored once the last update is made
+            run_id = add_synthetic_run(results, NAME, seconds=10)
+            _wait_for(log, r"\d\d:\d\d:\d\d updated: wrote \d+ pages, kept \d+", p, k)
+            page = next(out.glob(f"e/*/runs/{run_id}.html"))
+            if port is not None:
+                assert _get(int(port.group(1)), f"/{page.relative_to(out)}") == 200
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=60) == 0
+        assert log.read_text().rstrip().endswith("stopped watching")
+        assert log.read_text().count("updated:") == 3  # no update while nothing changed
+    finally:
+        if p.poll() is None:
+            proc.terminate(p.pid)
