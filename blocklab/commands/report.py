@@ -29,7 +29,8 @@ WATCH_HELP = (
     "keep running: update the site again whenever the results change (polled every "
     "--every seconds), until Ctrl-C; one process pays the start-up once, not once an update"
 )
-EVERY_HELP = "with --watch: seconds between two looks at the results store"
+EVERY_HELP = "with --watch: seconds between two looks at the results store  [default: 2]"
+EVERY_S = 2.0
 
 
 def watch_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -37,8 +38,6 @@ def watch_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option(
         "--every",
         type=click.FloatRange(min=0.1, max=3600),
-        default=2.0,
-        show_default=True,
         help=EVERY_HELP,
     )(f)
     return click.option("--watch", is_flag=True, help=WATCH_HELP)(f)
@@ -70,6 +69,13 @@ def _told(r: SiteResult) -> None:
     click.echo(f"{time.strftime('%H:%M:%S')} {_describe(r)}")
 
 
+def _every_s(watch: bool, every: float | None) -> float:
+    """--every's seconds; refused without --watch (exit 2), where it would mean nothing."""
+    if every is not None and not watch:
+        raise click.UsageError("--every: only with --watch (seconds between two looks)")
+    return EVERY_S if every is None else every
+
+
 def _watching(
     res: str, site: Path, every_s: float, full: bool, started: Callable[[], None]
 ) -> None:
@@ -85,8 +91,11 @@ def _watching(
 @click.option("--out", type=click.Path(path_type=Path), help=OUT_HELP)
 @click.option("--full", is_flag=True, help=FULL_HELP)
 @watch_options
-def report(results: str | None, out: Path | None, full: bool, watch: bool, every: float) -> None:
+def report(
+    results: str | None, out: Path | None, full: bool, watch: bool, every: float | None
+) -> None:
     """Write the static report site (works offline, from disk)."""
+    every = _every_s(watch, every)
     res, site = _dirs(results, out)
     if watch:
         started = functools.partial(
@@ -118,9 +127,10 @@ def report(results: str | None, out: Path | None, full: bool, watch: bool, every
 )
 @watch_options
 def serve(
-    results: str | None, out: Path | None, port: int, host: str, watch: bool, every: float
+    results: str | None, out: Path | None, port: int, host: str, watch: bool, every: float | None
 ) -> None:
     """(Re)generate the report site and serve it on 127.0.0.1 until Ctrl-C."""
+    every = _every_s(watch, every)
     res, site = _dirs(results, out)
     if not watch:
         click.echo(_describe(build_site(res, site)))

@@ -63,6 +63,25 @@ def test_a_missing_store_is_refused_before_anything_is_written(tmp_path: Path) -
     assert not (tmp_path / "site").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["report", "--every", "1"], "--every: only with --watch"),
+        (["serve", "--every", "1"], "--every: only with --watch"),
+        (["report", "--watch", "--every", "0"], "--every"),
+    ],
+)
+def test_every_without_watch_or_out_of_range_is_refused(
+    args: list[str], named: str, results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from blocklab.cli import main
+
+    out = tmp_path / "site"
+    assert main([*args, "--results", str(results), "--out", str(out)]) == 2
+    assert named in capsys.readouterr().err
+    assert not out.exists()
+
+
 def _wait_for(log: Path, pattern: str, p: object, n: int = 1, timeout_s: float = 60) -> str:
     """The output once `pattern` is in it `n` times."""
     deadline = time.monotonic() + timeout_s
