@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -79,11 +81,26 @@ def _every_s(watch: bool, every: float | None) -> float:
 def _watching(
     res: str, site: Path, every_s: float, full: bool, started: Callable[[], None]
 ) -> None:
-    """The site kept up to date until Ctrl-C, which ends the watch (exit 0)."""
+    """The site kept up to date until Ctrl-C or SIGTERM (a service manager's stop), which
+    end the watch (exit 0). SIGINT is left ignored where it was (a job a shell put in the
+    background: `&`)."""
+    previous = signal.signal(signal.SIGTERM, functools.partial(_interrupt, os.getpid()))
     try:
         watch(res, site, every_s=every_s, told=_told, full=full, started=started)
     except KeyboardInterrupt:
         click.echo("stopped watching")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(owner_pid: int, signum: int, frame: object) -> None:
+    """SIGTERM as Ctrl-C in the watching process; in a process forked by an update (the
+    report's workers, which their pool ends with SIGTERM), the default: end at once."""
+    if os.getpid() != owner_pid:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    raise KeyboardInterrupt
 
 
 @click.command("report")

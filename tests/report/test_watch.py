@@ -17,6 +17,14 @@ from blocklab import proc
 from blocklab.report import SiteResult, build_site, watch
 
 NAME = "synthetic-geometry"
+# the rest of the command line run with SIGINT's default disposition, whatever this
+# process inherited (exec keeps a default or an ignored disposition, not a handler)
+SIGINT_DEFAULT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
 
 
 @pytest.fixture
@@ -101,18 +109,23 @@ def _get(port: int, path: str) -> int:
         conn.close()
 
 
-@pytest.mark.parametrize("command", ["report", "serve"])
+@pytest.mark.parametrize(
+    ("command", "stop"), [("report", signal.SIGINT), ("serve", signal.SIGTERM)]
+)
 def test_cli_watch_updates_on_a_new_run_and_ctrl_c_ends_it(
-    command: str, results: Path, tmp_path: Path
+    command: str, stop: signal.Signals, results: Path, tmp_path: Path
 ) -> None:
     """`blocklab report --watch` / `serve --watch`: the site made, each of three runs
-    stored by another process meanwhile updates it (served at once by serve), Ctrl-C
-    ends the watch with exit 0. (A connection the watcher held open saw the second run
-    never: blocklab.report.watch._marker.)"""
+    stored by another process meanwhile updates it (served at once by serve), Ctrl-C or
+    SIGTERM ends the watch with exit 0. (A connection the watcher held open saw the
+    second run never: blocklab.report.watch._marker.) Ctrl-C is sent to a watcher that
+    does not ignore it: one started by a shell's `&`, as CI's test command is, inherits
+    SIGINT ignored."""
     out, log = tmp_path / "site", tmp_path / "watch.out"
     argv = [sys.executable, "-m", "blocklab.cli", command, "--results", str(results)]
     argv += ["--out", str(out), "--watch", "--every", "0.2"]
-    p = proc.spawn([*argv, *(["--port", "0"] if command == "serve" else [])], stdout_path=log)
+    argv += ["--port", "0"] if command == "serve" else []
+    p = proc.spawn([*(SIGINT_DEFAULT if stop == signal.SIGINT else []), *argv], stdout_path=log)
     try:
         said = _wait_for(log, r"watching .* every 0\.2 s \(Ctrl-C to stop\)", p)
         assert "generated whole" in log.read_text()
@@ -123,7 +136,7 @@ def test_cli_watch_updates_on_a_new_run_and_ctrl_c_ends_it(
             page = next(out.glob(f"e/*/runs/{run_id}.html"))
             if port is not None:
                 assert _get(int(port.group(1)), f"/{page.relative_to(out)}") == 200
-        p.send_signal(signal.SIGINT)
+        p.send_signal(stop)
         assert p.wait(timeout=60) == 0
         assert log.read_text().rstrip().endswith("stopped watching")
         assert log.read_text().count("updated:") == 3  # no update while nothing changed
