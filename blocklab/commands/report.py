@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import signal
 import threading
 import time
@@ -82,24 +81,21 @@ def _watching(
     res: str, site: Path, every_s: float, full: bool, started: Callable[[], None]
 ) -> None:
     """The site kept up to date until Ctrl-C or SIGTERM (a service manager's stop), which
-    end the watch (exit 0). SIGINT is left ignored where it was (a job a shell put in the
-    background: `&`)."""
-    previous = signal.signal(signal.SIGTERM, functools.partial(_interrupt, os.getpid()))
+    end the watch (exit 0). As `blocklab run` does, Ctrl-C (or SIGINT by PID) ends it
+    wherever it was started: a shell starts a background job with SIGINT ignored."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         watch(res, site, every_s=every_s, told=_told, full=full, started=started)
     except KeyboardInterrupt:
         click.echo("stopped watching")
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
-def _interrupt(owner_pid: int, signum: int, frame: object) -> None:
-    """SIGTERM as Ctrl-C in the watching process; in a process forked by an update (the
-    report's workers, which their pool ends with SIGTERM), the default: end at once."""
-    if os.getpid() != owner_pid:
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-        return
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM as Ctrl-C (an update's forked workers take the default: report.parallel)."""
     raise KeyboardInterrupt
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -24,6 +25,14 @@ def slices(n_items: int, n: int) -> list[tuple[int, int, int]]:
     n = max(1, min(n, n_items))
     bounds = [n_items * k // n for k in range(n + 1)]
     return [(k, bounds[k], bounds[k + 1]) for k in range(n)]
+
+
+def _default_sigterm() -> None:
+    """A worker's first step: SIGTERM ends it, whatever handler the forking process had
+    (Pool.terminate ends the workers so). Under a handler that returns (an event loop's
+    no-op one, left by a test in the same pytest worker), an idle worker outlived
+    terminate() and the pool's exit waited for it until pytest's timeout."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _call(args: tuple[int, int, int]) -> Any:
@@ -55,7 +64,7 @@ def started(
         return
     _WORK = work
     try:
-        with multiprocessing.get_context("fork").Pool(n) as pool:
+        with multiprocessing.get_context("fork").Pool(n, _default_sigterm) as pool:
             pending = pool.map_async(_call, slices(n_items, n))
             yield pending.get
     finally:
@@ -86,7 +95,7 @@ def begun(job: Callable[[bool], T], *, fork: bool = True) -> Iterator[Callable[[
 
     _WORK = forked  # before the fork, which happens as the pool is made: the child has it
     try:
-        with multiprocessing.get_context("fork").Pool(1) as pool:
+        with multiprocessing.get_context("fork").Pool(1, _default_sigterm) as pool:
             pending = pool.apply_async(_call, ((0, 0, 1),))
             yield pending.get
     finally:

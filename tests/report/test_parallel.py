@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
+from blocklab import proc
 from blocklab.errors import UserError
 from blocklab.report import parallel
 
@@ -46,3 +48,24 @@ def test_without_a_second_core_or_fork_the_job_is_done_here_once_when_asked(
         assert calls == []  # not before it is asked for
         assert result() == os.getpid() and result() == os.getpid()
     assert calls == [False]
+
+
+SCENARIO = """
+import os, signal, sys
+from blocklab.report import parallel
+parallel.workers = lambda: 2
+signal.signal(signal.SIGTERM, lambda *_: None)  # a handler that returns (an event loop's)
+with parallel.begun(lambda forked: os.getpid()) as got:
+    assert got() != os.getpid()
+with parallel.started(lambda k, lo, hi: (lo, hi), 400) as got:
+    assert got() == [(0, 200), (200, 400)]
+print("ended")
+"""
+
+
+def test_workers_end_on_the_pools_exit_whatever_sigterm_handler_the_caller_has() -> None:
+    """Pool.terminate ends the workers with SIGTERM: under a handler that returns, which
+    they inherit, an idle worker outlived it and the pool's exit waited for it (a CI run
+    hung so until pytest's timeout)."""
+    got = proc.run([sys.executable, "-c", SCENARIO], timeout_s=60)
+    assert got.stdout.strip() == "ended"
