@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import sys
+import signal
 
 import pytest
 
-from blocklab import proc
 from blocklab.errors import UserError
 from blocklab.report import parallel
 
@@ -50,22 +49,23 @@ def test_without_a_second_core_or_fork_the_job_is_done_here_once_when_asked(
     assert calls == [False]
 
 
-SCENARIO = """
-import os, signal, sys
-from blocklab.report import parallel
-parallel.workers = lambda: 2
-signal.signal(signal.SIGTERM, lambda *_: None)  # a handler that returns (an event loop's)
-with parallel.begun(lambda forked: os.getpid()) as got:
-    assert got() != os.getpid()
-with parallel.started(lambda k, lo, hi: (lo, hi), 400) as got:
-    assert got() == [(0, 200), (200, 400)]
-print("ended")
-"""
+def test_workers_take_sigterms_default_whatever_handler_the_caller_has(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pool.terminate ends the workers with SIGTERM. A CI run hung until pytest's timeout
+    when an idle worker outlived it, forked from a pytest worker that had a SIGTERM
+    handler which returns; the workers now take the default, whatever they inherit."""
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
 
+    def default(*_: object) -> bool:
+        return signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
-def test_workers_end_on_the_pools_exit_whatever_sigterm_handler_the_caller_has() -> None:
-    """Pool.terminate ends the workers with SIGTERM: under a handler that returns, which
-    they inherit, an idle worker outlived it and the pool's exit waited for it (a CI run
-    hung so until pytest's timeout)."""
-    got = proc.run([sys.executable, "-c", SCENARIO], timeout_s=60)
-    assert got.stdout.strip() == "ended"
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        with parallel.begun(default) as got:
+            assert got() is True
+        with parallel.started(default, 400) as got:
+            assert got() == [True, True]
+        assert signal.getsignal(signal.SIGTERM) != signal.SIG_DFL  # this process's kept
+    finally:
+        signal.signal(signal.SIGTERM, previous)
