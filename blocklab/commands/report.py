@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from blocklab import proc
 from blocklab.commands.options import results_option
 from blocklab.paths import Paths
 from blocklab.report import DEFAULT_HOST, SiteResult, build_site, make_server, watch
@@ -83,20 +84,14 @@ def _watching(
     """The site kept up to date until Ctrl-C or SIGTERM (a service manager's stop), which
     end the watch (exit 0). As `blocklab run` does, Ctrl-C (or SIGINT by PID) ends it
     wherever it was started: a shell starts a background job with SIGINT ignored."""
-    previous = signal.signal(signal.SIGTERM, _interrupt)
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        watch(res, site, every_s=every_s, told=_told, full=full, started=started)
+        with proc.sigterm_as_interrupt():  # the workers take the default: report.parallel
+            watch(res, site, every_s=every_s, told=_told, full=full, started=started)
     except KeyboardInterrupt:
         click.echo("stopped watching")
     finally:
-        signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM as Ctrl-C (an update's forked workers take the default: report.parallel)."""
-    raise KeyboardInterrupt
 
 
 @click.command("report")
