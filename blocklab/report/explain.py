@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from blocklab.analysis.summary import ExperimentSummary, summarize_experiment
-from blocklab.report import answer, data, plots
+from blocklab.report import answer, data, jsontext, plots
 from blocklab.report.data import ExperimentView
 from blocklab.store import ResultsStore
 
@@ -99,5 +99,5 @@ def plots_script(plot_data: Mapping[str, Any]) -> str:
     """plots.js beside the experiment page: a script that sets window.blocklabPlots (a
     <script src> loads from file://, where fetch() may not), so the page stays the same
     size however many runs the experiment has."""
-    body = json.dumps(plot_data, separators=(",", ":"))
+    body = jsontext.text(plot_data)
     return f"window.blocklabPlots = {body};\n"

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import base64
 import gzip
-import json
 from typing import Any
 
 from blocklab.analysis import carryover
 from blocklab.analysis.aa import aa_sentence, warns
 from blocklab.analysis.stats import Comparison
-from blocklab.report import data, manifest, panels, shape
+from blocklab.report import data, jsontext, manifest, panels, shape
 from blocklab.report.data import ExperimentView, RunView, VariantView
 
 PALETTE = (
@@ -179,8 +178,7 @@ def pack(value: Any) -> str:
     """`value` as JSON, gzip-compressed (the same bytes for the same value), in base64: a
     run page's data, which site.js unpacks (DecompressionStream, from file:// too). At
     10,000 runs the run pages were most of the site's weight, mostly their series."""
-    text = json.dumps(value, separators=(",", ":"), default=str)
-    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode()
+    return base64.b64encode(gzip.compress(jsontext.dumps(value), compresslevel=9, mtime=0)).decode()
 
 
 def columns(

@@ -19,7 +19,6 @@ import contextlib
 import functools
 import gc
 import hashlib
-import json
 import os
 import shutil
 import time
@@ -34,7 +33,7 @@ from blocklab.analysis.round_table import metric_order
 from blocklab.analysis.summary import ExperimentSummary
 from blocklab.economics import device_store
 from blocklab.errors import UserError
-from blocklab.report import csv_parts, data, devices, explain, manifest, parallel
+from blocklab.report import csv_parts, data, devices, explain, jsontext, manifest, parallel
 from blocklab.report.cell_cache import CellCache
 from blocklab.report.data import ExperimentView, RunView, VariantView
 from blocklab.report.headline import Answer, headline_lines
@@ -577,5 +576,5 @@ def _grid_line(run_id: int, label: str, pts: list[tuple[float, float | None]]) -
 
 
 def grid_shard(n: int, lines: list[dict[str, Any]]) -> str:
-    body = json.dumps([ln for ln in lines if ln["t"]], separators=(",", ":"))
+    body = jsontext.text([ln for ln in lines if ln["t"]])
     return f"(window.blocklabGrid = window.blocklabGrid || {{}})[{n}] = {body};\n"

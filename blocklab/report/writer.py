@@ -13,7 +13,7 @@ import jinja2
 from markupsafe import Markup
 
 from blocklab import __version__, units
-from blocklab.report import manifest, shape
+from blocklab.report import jsontext, manifest, shape
 
 MARKER = ".blocklab-site"
 
@@ -163,9 +163,12 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
 
 def _tojson(value: Any, indent: int | None = None) -> Markup:
-    """JSON safe inside HTML (as jinja's tojson), compact and with the C encoder."""
-    seps = (",", ": ") if indent else (",", ":")
-    text = json.dumps(value, indent=indent, separators=seps, default=str)
+    """JSON safe inside HTML (as jinja's tojson), compact (blocklab.report.jsontext), or
+    indented by the standard library's encoder."""
+    if indent:
+        text = json.dumps(value, indent=indent, separators=(",", ": "), default=str)
+    else:
+        text = jsontext.text(value)
     return Markup(
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")
