@@ -176,6 +176,19 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside, Ctrl-C (or SIGINT by PID) and SIGTERM raise KeyboardInterrupt wherever the
+    process was started: a shell starts a background job with SIGINT ignored, and Python
+    then installs no handler for it. The handlers before are restored after."""
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with sigterm_as_interrupt():
+            yield
+    finally:
+        signal.signal(signal.SIGINT, previous_int)
+
+
 def spawn(
     argv: Sequence[str | os.PathLike[str]],
     *,

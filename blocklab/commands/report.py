@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -84,14 +83,11 @@ def _watching(
     """The site kept up to date until Ctrl-C or SIGTERM (a service manager's stop), which
     end the watch (exit 0). As `blocklab run` does, Ctrl-C (or SIGINT by PID) ends it
     wherever it was started: a shell starts a background job with SIGINT ignored."""
-    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with proc.sigterm_as_interrupt():  # the workers take the default: report.parallel
+        with proc.interruptible():  # the workers take SIGTERM's default: report.parallel
             watch(res, site, every_s=every_s, told=_told, full=full, started=started)
     except KeyboardInterrupt:
         click.echo("stopped watching")
-    finally:
-        signal.signal(signal.SIGINT, previous_int)
 
 
 @click.command("report")

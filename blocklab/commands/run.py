@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 
+from blocklab import proc
 from blocklab.commands.options import (
     RunFlags,
     allow_options,
@@ -82,7 +81,9 @@ def run_cmd(
     # before anything starts: a home made by `mktemp -d` (0700) fails the build's check
     open_home(paths, lambda line: console(stderr=True).print(line, highlight=False))
     rule = StoppingRule(rounds=exp.rounds, **stopping)
-    outcome, datasets = _execute(exp, paths, results, rule, quiet or not sys.stderr.isatty())
+    # Ctrl-C (or SIGINT by PID) and SIGTERM interrupt the run wherever it was started
+    with proc.interruptible():
+        outcome, datasets = _execute(exp, paths, results, rule, quiet or not sys.stderr.isatty())
     _print_results(exp.name, results, outcome.end_reason, [d.init_s for d in datasets])
     if outcome.runs_failed:
         raise click.exceptions.Exit(1)
@@ -132,10 +133,6 @@ def _execute(
     for line in release_report(state, only_dead_owners=True).lines():
         err.print(f"what a killed blocklab left behind: {line}")
     progress = QuietProgress(err) if quiet else BarProgress(err)
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    # A shell starts background jobs with SIGINT ignored, and Python then installs no
-    # handler: Ctrl-C (or a SIGINT by PID) must interrupt a run wherever it was started.
-    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     db = open_results(results)
     try:
         # one run of an experiment into its results at a time; a full results disk is
@@ -166,8 +163,6 @@ def _execute(
         raise
     finally:
         progress.close()
-        signal.signal(signal.SIGTERM, previous)
-        signal.signal(signal.SIGINT, previous_int)
         db.close()
 
 
@@ -185,10 +180,6 @@ def _prepare(lab: Lab, variants: list[Variant], console: Console) -> None:
             f"indexes {fmt_bytes(info.index_bytes)})",
             highlight=False,
         )
-
-
-def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 COMMANDS: list[click.Command] = [run_cmd]
