@@ -144,12 +144,14 @@ def main(command: Sequence[str]) -> int:
     home.chmod(0o755)
     env = session_env(dict(os.environ), home)
     log = Path(env["BLOCKLAB_CACHE"]) / "logs" / "prebuild.log"
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # ends the builds too
+    # ends the builds too; the caller's handler back after (a test calls this in-process)
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         with in_background(PREBUILT, log, env):
             done = subprocess.run(list(command), env={**os.environ, NO_PREBUILD: "0"})
             return done.returncode
     finally:
+        signal.signal(signal.SIGTERM, previous)
         shutil.rmtree(home, ignore_errors=True)
 
 

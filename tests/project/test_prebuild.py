@@ -4,6 +4,7 @@ it ends what it started, by the PID it started, when the session ends early."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -89,7 +90,10 @@ def test_main_runs_the_command_beside_the_builds_and_ends_them(
     monkeypatch.setenv("BLOCKLAB_TEST_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(prebuild.NO_PREBUILD, raising=False)
     told = 'test "$BLOCKLAB_TEST_PREBUILD" = 0'
+    before = signal.getsignal(signal.SIGTERM)
     assert prebuild.main(["sh", "-c", told]) == 0
+    # the pytest worker's handler back: a left one went into forked report workers
+    assert signal.getsignal(signal.SIGTERM) is before
     assert prebuild.main(["sh", "-c", "exit 3"]) == 3
     assert prebuild.main([]) == 2
     env = started[0]
