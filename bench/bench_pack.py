@@ -1,0 +1,105 @@
+"""A run page's packed data (report.pagedata.pack): the site's JSON encoder (orjson, through
+report/jsontext.py) against the standard library's, on the same values (SYNTHETIC runs).
+
+    .venv/bin/python bench/bench_pack.py [--runs 400] [--rounds 10]
+
+Writes a temporary results database (tests/report_fixture.py, 40 variants of 60-second
+series), makes each run page's value as the report does (its series read, its detail, its
+JSON value), then packs them all in turn with each encoder, in alternating order, a round
+at a time, and prints the CPU milliseconds a page of each (median over rounds) and the
+ratio site/standard library per round (median, min, max). Removes it all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from report_fixture import write_synthetic_results  # noqa: E402
+
+from blocklab.report import data, pagedata  # noqa: E402
+
+MATRIX = {  # 40 variants, as bench_report.py
+    "block_sizes_kb": (2, 4, 8, 16, 32),
+    "fs_block_sizes": (1024, 2048, 4096, 65536),
+    "wal_block_sizes_kb": (8, 16),
+}
+
+
+def stdlib_pack(value: Any) -> str:
+    """pack as it was with the standard library's encoder (the same gzip and base64)."""
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode()
+
+
+def page_values(results: Path) -> list[Any]:
+    db = data.open_results(results)
+    try:
+        exp = data.load_experiments(db, from_summary=True)[0]
+        runs = exp.runs
+        stream = db.series_of_runs([r.id for r in runs])
+        return [
+            pagedata.run_json(
+                data.run_detail(db, run.id, series),
+                run,
+                exp.variant(run.variant_id),
+                exp.throughput_name,
+            )
+            for run, (_, series) in zip(runs, stream, strict=True)
+        ]
+    finally:
+        db.close()
+
+
+def _unpack(packed: str) -> Any:
+    return json.loads(gzip.decompress(base64.b64decode(packed)))
+
+
+def cpu_ms_per_page(pack: Callable[[Any], str], values: list[Any]) -> float:
+    started = time.process_time()
+    for v in values:
+        pack(v)
+    return (time.process_time() - started) / len(values) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=400, help="about; whole rounds of 40 variants")
+    ap.add_argument("--rounds", type=int, default=10, help="alternating rounds measured")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-pack-") as tmp:
+        results = Path(tmp) / "results"
+        rounds = max(1, args.runs // 40)
+        write_synthetic_results(results, rounds=rounds, seconds=60, name="bench", **MATRIX)
+        values = page_values(results)
+    same = sum(_unpack(pagedata.pack(v)) == _unpack(stdlib_pack(v)) for v in values)  # warm-up
+    site: list[float] = []
+    stdlib: list[float] = []
+    for i in range(args.rounds):
+        order = [(pagedata.pack, site), (stdlib_pack, stdlib)]
+        for pack, got in order if i % 2 == 0 else reversed(order):
+            got.append(cpu_ms_per_page(pack, values))
+    ratios = [a / b for a, b in zip(site, stdlib, strict=True)]
+    print(f"run pages: {len(values)}, {args.rounds} rounds, alternating order")
+    print(f"pages whose data unpacks to the same value from both: {same} of {len(values)}")
+    print(f"site's encoder (orjson):   {statistics.median(site):.3f} ms of CPU a page")
+    print(f"standard library's:        {statistics.median(stdlib):.3f} ms of CPU a page")
+    print(
+        f"ratio site/standard library: median {statistics.median(ratios):.3f}"
+        f" (min {min(ratios):.3f}, max {max(ratios):.3f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
