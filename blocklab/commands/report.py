@@ -28,7 +28,8 @@ FULL_HELP = (
 )
 WATCH_HELP = (
     "keep running: update the site again whenever the results change (polled every "
-    "--every seconds), until Ctrl-C; one process pays the start-up once, not once an update"
+    "--every seconds), until Ctrl-C or SIGTERM (exit 0); one process loads its libraries "
+    "once, not once an update"
 )
 EVERY_HELP = "with --watch: seconds between two looks at the results store  [default: 2]"
 EVERY_S = 2.0
