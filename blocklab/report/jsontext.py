@@ -1,13 +1,13 @@
 """The site's JSON text (run pages' packed data, page data, grid shards, plots' data), by
 orjson: at 10,000 runs the standard library's encoder took a third of a millisecond of each
-run page's CPU, orjson a tenth of that.
+run page's CPU, orjson about a tenth of that (bench/bench_pack.py compares them).
 
-What it writes is what `json.dumps(value, separators=(",", ":"), default=str)` meant:
-compact, keys in their order, a value neither encodes as its str() (sets, paths); numpy's
-scalars and other float or int subclasses as numbers. Two differences, both JSON where
-the standard library's was not: NaN and infinities are null (JSON.parse refuses `NaN`),
-and floats in their shortest exponent form (`1e-5`, not `1e-05`). A value orjson refuses
-(an int beyond 64 bits) falls back to the standard library, which writes it whole.
+What it writes is what `json.dumps(value, separators=(",", ":"), default=str)` wrote:
+compact, keys in their order, a value neither encodes as its str() (sets, paths, dates).
+Three differences: NaN and infinities are null (`JSON.parse` refuses `NaN`); numpy's int
+and float32 scalars are numbers (the standard library made them strings); floats are in
+their shortest exponent form (`1e-5`, not `1e-05`). A value orjson refuses (an int beyond
+64 bits) falls back to the standard library, which writes it whole.
 
 Not for the manifest (blocklab.report.manifest): it keeps statistics that may be NaN and
 must read them back as they were.
