@@ -26,15 +26,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from bench_report import MATRIX  # noqa: E402  (40 variants)
 from report_fixture import write_synthetic_results  # noqa: E402
 
 from blocklab.report import data, pagedata  # noqa: E402
-
-MATRIX = {  # 40 variants, as bench_report.py
-    "block_sizes_kb": (2, 4, 8, 16, 32),
-    "fs_block_sizes": (1024, 2048, 4096, 65536),
-    "wal_block_sizes_kb": (8, 16),
-}
 
 
 def stdlib_pack(value: Any) -> str:
