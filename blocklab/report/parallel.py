@@ -29,9 +29,10 @@ def slices(n_items: int, n: int) -> list[tuple[int, int, int]]:
 
 def _default_sigterm() -> None:
     """A worker's first step: SIGTERM ends it, whatever handler the forking process had
-    (Pool.terminate ends the workers so). Under a handler that returns (left in a pytest
-    worker by an earlier test, not traced), an idle worker outlived terminate() and the
-    pool's exit waited for it until pytest's timeout."""
+    (Pool.terminate ends the workers so). Under a handler inherited from a pytest worker
+    (the likeliest: tests/prebuild.main's, which test_prebuild left there until it put the
+    caller's back; not proven), an idle worker outlived terminate() and the pool's exit
+    waited for it until pytest's timeout."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 

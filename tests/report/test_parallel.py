@@ -54,7 +54,7 @@ def test_workers_take_sigterms_default_whatever_handler_the_caller_has(
 ) -> None:
     """Pool.terminate ends the workers with SIGTERM. A CI run hung until pytest's timeout
     when an idle worker outlived it, forked from a pytest worker that had a SIGTERM
-    handler which returns; the workers now take the default, whatever they inherit."""
+    handler of its own; the workers now take the default, whatever they inherit."""
     monkeypatch.setattr(parallel, "workers", lambda: 2)
 
     def default(*_: object) -> bool:
