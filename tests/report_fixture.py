@@ -9,6 +9,7 @@ this data cannot be mistaken for a measurement.
 
 from __future__ import annotations
 
+import filecmp
 import itertools
 import json
 import math
@@ -288,3 +289,18 @@ def add_synthetic_run(
         if keep_trends:
             kept_trends.judge_new(db, [run_id])
         return run_id
+
+
+def differing_files(a: Path, b: Path) -> list[str]:
+    """Paths that differ between two directory trees (content compared): a site updated
+    against one made whole."""
+    diff: list[str] = []
+
+    def walk(d: filecmp.dircmp[str], rel: str) -> None:
+        _, mismatch, errors = filecmp.cmpfiles(d.left, d.right, d.common_files, shallow=False)
+        diff.extend(f"{rel}{n}" for n in [*d.left_only, *d.right_only, *mismatch, *errors])
+        for name, sub in d.subdirs.items():
+            walk(sub, f"{rel}{name}/")
+
+    walk(filecmp.dircmp(a, b), "")
+    return diff

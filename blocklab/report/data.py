@@ -168,6 +168,17 @@ def slug(name: str) -> str:
     return s[:80]
 
 
+def unique_slugs(exps: list[ExperimentView]) -> None:
+    """Give each view a slug no other has, letter case aside (a site's file names)."""
+    seen: set[str] = set()
+    for e in exps:
+        base, n = e.slug, 1
+        while e.slug.lower() in seen:
+            n += 1
+            e.slug = f"{base}-{n}"
+        seen.add(e.slug.lower())
+
+
 def open_results(spec: str | Path) -> ResultsStore:
     """The results store `spec` names (a directory or a PostgreSQL URI), or a UserError
     naming --results."""

@@ -47,18 +47,25 @@ class ReductionCache:
     """data.reduce_variant, answered from `kept` (a manifest's entries) where it can;
     `used` holds every entry this build used, for the next manifest."""
 
-    def __init__(self, kept: Mapping[str, Any]):
+    def __init__(self, kept: Mapping[str, Any], known: Mapping[tuple[Any, ...], str] | None = None):
         self.kept = kept
         self.used: dict[str, dict[str, Any]] = {}
         self.made = 0  # variants reduced (not read back)
         self.of_run: dict[int, str] = {}  # run id -> run_digest (a run id is the store's key)
+        # run_digest by the run's key columns (id, started_at, ended_at): `known` those a
+        # resident process made before (report.resident), `of_key` this build's
+        self.known = known or {}
+        self.of_key: dict[tuple[Any, ...], str] = {}
 
     def run_digest(self, run: data.RunView) -> str:
-        """run_digest of `run`, made once a build: the site's digest of a run's page
-        covers it too (site.run_digest)."""
+        """run_digest of `run`, made once a build (or read from `known`: a run's view is
+        made of its stored row and metrics, which never change): the site's digest of a
+        run's page covers it too (site.run_digest)."""
         got = self.of_run.get(run.id)
         if got is None:
-            got = self.of_run[run.id] = run_digest(run)
+            key = (run.id, run.started_at, run.ended_at)
+            got = self.known.get(key) or run_digest(run)
+            self.of_run[run.id] = self.of_key[key] = got
         return got
 
     def reduce(

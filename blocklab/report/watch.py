@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.report import data
+from blocklab.report.resident import Resident
 from blocklab.report.site import SiteResult, build_site
 
 
@@ -36,10 +37,11 @@ def watch(
     updated is seen by the next poll: at worst an update finds nothing changed."""
     made = 0
     marker = None
+    resident = Resident()  # the runs read and hashed, kept from one update to the next
     while updates is None or made < updates:
         now = _marker(spec)
         if now != marker:
-            told(build_site(spec, out, full=full and made == 0))
+            told(build_site(spec, out, full=full and made == 0, resident=resident))
             marker, made = now, made + 1
             if made == 1 and started is not None:
                 started()

@@ -30,6 +30,13 @@ class DictRow(dict[str, Any]):
         return list(super().keys())
 
 
+# What a resident process (`report --watch`) keeps of the runs it read ahead, from one
+# update to the next: experiment -> run id -> (its key columns id, started_at, ended_at;
+# its row; its metrics). A stored run's row and metrics never change, and a run id the
+# store gives again after its run was removed comes with other key columns.
+RunsKept = dict[str, dict[int, tuple[tuple[Any, ...], Any, dict[str, float | None]]]]
+
+
 @dataclass
 class RunRecord:
     """Everything one run produced. `tps` and friends are None for a failed run."""
@@ -161,8 +168,9 @@ class ResultsStore(Protocol):
         """Differs whenever a write the report reads was committed since it was taken."""
         ...
 
-    def read_ahead(self, experiment: str) -> None:
-        """Answer runs(experiment) and metrics() of its runs from one read from now on."""
+    def read_ahead(self, experiment: str, kept: RunsKept | None = None) -> None:
+        """Answer runs(experiment) and metrics() of its runs from one read from now on;
+        with `kept`, read only the runs it does not hold, and leave it holding them."""
         ...
 
     def runs(self, experiment: str, variant_id: str | None = None) -> Sequence[Row]: ...

@@ -14,7 +14,7 @@ import pytest
 from report_fixture import add_synthetic_run, write_synthetic_results
 
 from blocklab.analysis.round_table import ROUND_FIELDS, metric_order
-from blocklab.report import build_site, data
+from blocklab.report import build_site, data, reduction_cache
 from blocklab.report.manifest import MANIFEST
 from blocklab.report.reduction_cache import KeyedValues, ReductionCache, rounds_csv
 from blocklab.store import export
@@ -164,3 +164,22 @@ def test_an_update_reduces_only_the_new_run_s_variant_and_equals_a_full_build(
     rel = f"e/{NAME}/rounds.csv"
     assert (out / rel).read_text() == (full.out / rel).read_text()
     assert (out / MANIFEST).read_text() == (full.out / MANIFEST).read_text()
+
+
+def test_a_run_digest_known_from_an_update_before_is_taken_only_for_the_same_run(
+    results: Path,
+) -> None:
+    """A resident process's run digests (report.resident) are taken by the run's key
+    columns (id, started_at, ended_at); a run id with other ones is hashed again, and
+    of_key holds this build's digests only."""
+    runs = _view(results, None).runs
+    made = ReductionCache({})
+    digests = [made.run_digest(r) for r in runs]
+    keys = [(r.id, r.started_at, r.ended_at) for r in runs]
+    assert list(made.of_key) == keys and list(made.of_key.values()) == digests
+    known = {**made.of_key, keys[0]: "kept", (-1, "", ""): "a run gone since"}
+    again = ReductionCache({}, known)
+    assert [again.run_digest(r) for r in runs] == ["kept", *digests[1:]]  # none hashed again
+    assert list(again.of_key) == keys  # the gone run's digest not carried on
+    runs[0].ended_at = "another end"  # its id given again, to another run
+    assert ReductionCache({}, known).run_digest(runs[0]) == reduction_cache.run_digest(runs[0])

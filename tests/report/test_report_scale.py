@@ -4,14 +4,13 @@ SYNTHETIC data (tests/report_fixture.py)."""
 
 from __future__ import annotations
 
-import filecmp
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from report_fixture import add_synthetic_run, write_synthetic_results
+from report_fixture import add_synthetic_run, differing_files, write_synthetic_results
 
 from blocklab.report import build_site, runs_lists
 from blocklab.report.manifest import MANIFEST
@@ -35,20 +34,6 @@ def _snapshot(out: Path) -> dict[str, tuple[int, str]]:
         for p in out.rglob("*")
         if p.is_file()
     }
-
-
-def _same_tree(a: Path, b: Path) -> list[str]:
-    """Paths that differ between two directory trees (content compared)."""
-    diff: list[str] = []
-
-    def walk(d: filecmp.dircmp[str], rel: str) -> None:
-        _, mismatch, errors = filecmp.cmpfiles(d.left, d.right, d.common_files, shallow=False)
-        diff.extend(f"{rel}{n}" for n in [*d.left_only, *d.right_only, *mismatch, *errors])
-        for name, sub in d.subdirs.items():
-            walk(sub, f"{rel}{name}/")
-
-    walk(filecmp.dircmp(a, b), "")
-    return diff
 
 
 def test_pages_stay_bounded_as_runs_grow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,7 +85,7 @@ def test_one_more_run_rewrites_only_its_pages_and_matches_a_full_rebuild(
 
     full = build_site(res, tmp_path / "full", full=True)
     assert not full.incremental and full.pages == r.pages
-    assert _same_tree(out, tmp_path / "full") == []
+    assert differing_files(out, tmp_path / "full") == []
 
 
 def test_runs_are_listed_by_variant_and_a_new_run_rewrites_one_list_page(
@@ -141,7 +126,7 @@ def test_runs_are_listed_by_variant_and_a_new_run_rewrites_one_list_page(
         k for k in after if k.startswith(f"e/{NAME}/runs-") and before.get(k) != after[k]
     )
     assert changed == [f"e/{NAME}/runs-1-2.html"]
-    assert _same_tree(out, build_site(res, tmp_path / "full", full=True).out) == []
+    assert differing_files(out, build_site(res, tmp_path / "full", full=True).out) == []
 
 
 def test_a_run_page_missing_from_the_site_is_written_again(tmp_path: Path) -> None:
@@ -154,7 +139,7 @@ def test_a_run_page_missing_from_the_site_is_written_again(tmp_path: Path) -> No
     gone.unlink()
     r = build_site(res, out)
     assert r.incremental and r.written == 1 and gone.is_file()
-    assert _same_tree(out, build_site(res, tmp_path / "full", full=True).out) == []
+    assert differing_files(out, build_site(res, tmp_path / "full", full=True).out) == []
 
 
 def test_new_templates_or_version_rebuild_the_whole_site(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from blocklab.errors import UserError
 from blocklab.postgres.cluster import Cluster
 from blocklab.postgres.installation import Installation
 from blocklab.store import SCHEMA_VERSION, ResultsDB, ResultsStore, RunRecord
-from blocklab.store.base import DevicePoint, DeviceProfileHead
+from blocklab.store.base import DevicePoint, DeviceProfileHead, RunsKept
 from blocklab.store.factory import open_store
 from blocklab.store.postgres import pg_ddl
 from blocklab.store.sqlite import MIGRATIONS
@@ -352,6 +352,37 @@ def test_read_ahead_trends_and_named_series_contract(store: ResultsStore) -> Non
     store.keep_run_trends("m2", rows[:1])  # the run's rows of any method replaced
     assert store.run_trends([a], "m1") == {}
     assert store.run_trends([a], "m2") == {a: [rows[0][1:]]}
+
+
+def test_read_ahead_with_kept_reads_only_the_runs_it_does_not_hold_contract(
+    store: ResultsStore,
+) -> None:
+    """read_ahead with `kept` (report --watch keeps it between updates) answers as a whole
+    read does, reads again only the runs `kept` does not hold as they are (their key
+    columns: a run id given again comes with other ones), and is left holding the
+    experiment's runs now."""
+    _register(store)
+    a = store.record_run(_run("a", 1))
+    b = store.record_run(_run("b", 1, None))
+    kept: RunsKept = {}
+    store.read_ahead("e1", kept)
+    first = {r["id"]: r for r in store.runs("e1")}
+    assert list(kept["e1"]) == [a, b]
+    c = store.record_run(_run("a", 2))
+    kept["e1"][b] = ((b, "another start", None), *kept["e1"][b][1:])  # b's id given again
+    kept["e1"][999_999] = ((999_999, "", ""), {}, {})  # a run gone since
+    store.read_ahead("e1", kept)
+    got = store.runs("e1")
+    assert [r["id"] for r in got] == [a, b, c] and list(kept["e1"]) == [a, b, c]
+    assert got[0] is first[a] and got[1] is not first[b]  # a kept, b read again
+    whole = store.reopen()
+    try:
+        whole.read_ahead("e1")
+        assert [dict(r) for r in whole.runs("e1")] == [dict(r) for r in got]
+        assert [whole.metrics(i) for i in (a, b, c)] == [store.metrics(i) for i in (a, b, c)]
+        assert store.metric_names("e1") == whole.metric_names("e1")
+    finally:
+        whole.close()
 
 
 def test_change_marker_differs_after_each_write_the_report_reads(store: ResultsStore) -> None:
