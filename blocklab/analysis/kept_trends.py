@@ -24,19 +24,30 @@ RUN_ROW = ""  # the series name of a run's own row: its window's points
 
 
 def windows_of(
-    db: ResultsStore, run_ids_of: Mapping[str, Sequence[int]], *, fresh: bool = False
+    db: ResultsStore,
+    run_ids_of: Mapping[str, Sequence[int]],
+    *,
+    fresh: bool = False,
+    known: dict[int, Window] | None = None,
 ) -> dict[str, list[Window]]:
     """label -> the Window of each of its runs (ids of successful runs): kept ones read,
-    the others (every one with `fresh`) judged from their series and kept."""
+    the others (every one with `fresh`) judged from their series and kept. `known`: the
+    windows by run id that the caller knows are of these runs (a resident process's,
+    report.resident), not read again; those read or judged here are added to it."""
     ids = list(dict.fromkeys(i for run_ids in run_ids_of.values() for i in run_ids))
     method = stationarity.METHOD
-    kept = {} if fresh else _kept(db.run_trends(ids, method))
+    if known is None:
+        known = {}
+    kept = {} if fresh else {i: known[i] for i in ids if i in known}
+    if not fresh and len(kept) < len(ids):
+        kept.update(_kept(db.run_trends([i for i in ids if i not in kept], method)))
     missing = [i for i in ids if i not in kept]
     if missing:
         series = [s for _, s in db.series_of_runs(missing, names=list(stationarity.SERIES))]
         judged = dict(zip(missing, stationarity.windows(series), strict=True))
         db.keep_run_trends(method, [row for i, w in judged.items() for row in _rows(i, w)])
         kept.update(judged)
+    known.update(kept)
     return {label: [kept[i] for i in run_ids] for label, run_ids in run_ids_of.items()}
 
 

@@ -37,6 +37,7 @@ from blocklab.analysis.metrics import (
 )
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
 from blocklab.analysis.setting import setting_line
+from blocklab.analysis.stationarity import Window
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as designs
 from blocklab.store import ResultsStore, Row
@@ -214,14 +215,15 @@ def summarize_experiment(
     host: str | None = None,
     fresh_trends: bool = False,
     checks: bool = True,
+    known_windows: dict[int, Window] | None = None,
 ) -> ExperimentSummary:
     """The summary of `host`'s runs (None: every run, which must come from one host: a
     round is paired only with the same round on the same host). The runs' stationarity
     trends are those kept in the store (blocklab.analysis.kept_trends), judged here for
-    runs without them; `fresh_trends`: judged again for every run. `checks=False`: the
-    variants' rows alone, without their latency and the experiment's setting line, A/A
-    comparison, carry-over and layout control (a side metric's summary, of which only
-    the rows are used: at 10,000 runs they were a sixth of the report's update)."""
+    runs without them (`known_windows`: kept_trends.windows_of's `known`); `fresh_trends`:
+    judged again for every run. `checks=False`: the variants' rows alone, without their
+    latency, setting line, A/A comparison, carry-over and layout control (a side metric's
+    summary: at 10,000 runs they were a sixth of the report's update)."""
     exp = db.experiment(name)
     ref_id = exp["reference"]
     all_runs = _runs_on_host(db.runs(name), name, host)
@@ -232,8 +234,7 @@ def summarize_experiment(
     result = ExperimentSummary(
         name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done, design=design
     )
-    result.equivalence_pct = equivalence_of(exp)
-    result.checkpoint = checkpoint_of(exp)
+    result.equivalence_pct, result.checkpoint = equivalence_of(exp), checkpoint_of(exp)
     if checks:
         result.setting = setting_line(exp, variants, all_runs, host or "")
     labels = {v["variant_id"]: v["label"] for v in variants}
@@ -263,7 +264,7 @@ def summarize_experiment(
         result.aa, what, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs) + f" {what}"
     if side and metric == "tps":
-        _add_side(db, result, exp, runs_of, labels, host, fresh_trends=fresh_trends)
+        _add_side(db, result, exp, runs_of, labels, host, fresh_trends, known_windows)
     return result
 
 
@@ -274,8 +275,8 @@ def _add_side(
     runs_of: dict[str, list[Row]],
     labels: dict[str, str],
     host: str | None,
-    *,
     fresh_trends: bool,
+    known_windows: dict[int, Window] | None,
 ) -> None:
     """The throughput summary's side metrics, disturbance and stationarity lines."""
     result.side, result.side_fixed = _side_metrics(db, result.name, host)
@@ -286,7 +287,8 @@ def _add_side(
     if result.design == designs.INTERLEAVED:
         result.stationarity = [INTERLEAVED_NOT_JUDGED]
     elif not measures_whole_cycles(exp):
-        windows = kept_trends.windows_of(db, _ok_ids(runs_of, labels), fresh=fresh_trends)
+        ok_ids = _ok_ids(runs_of, labels)
+        windows = kept_trends.windows_of(db, ok_ids, fresh=fresh_trends, known=known_windows)
         result.stationarity = stationarity.window_lines(windows)
 
 

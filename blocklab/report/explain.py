@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from blocklab.analysis.stationarity import Window
 from blocklab.analysis.summary import ExperimentSummary, summarize_experiment
 from blocklab.report import answer, data, jsontext, plots
 from blocklab.report.data import ExperimentView
@@ -17,12 +18,20 @@ Point = tuple[float, float | None]
 
 
 def summary_for(
-    db: ResultsStore, name: str, host: str | None, *, fresh: bool = False
+    db: ResultsStore,
+    name: str,
+    host: str | None,
+    *,
+    fresh: bool = False,
+    known_windows: dict[int, Window] | None = None,
 ) -> ExperimentSummary:
     """The throughput summary `blocklab summary` prints for the stored experiment `name`
     (`host`'s runs, when a fleet ran it), with its side metrics and checks; `fresh`: every
-    run's stationarity judged again, not read where kept (blocklab.analysis.kept_trends)."""
-    return summarize_experiment(db, name, "tps", host=host, fresh_trends=fresh)
+    run's stationarity judged again, not read where kept (blocklab.analysis.kept_trends);
+    `known_windows`: the runs' windows known already (kept_trends.windows_of)."""
+    return summarize_experiment(
+        db, name, "tps", host=host, fresh_trends=fresh, known_windows=known_windows
+    )
 
 
 def planned_rounds(db: ResultsStore, exp: ExperimentView) -> int | None:

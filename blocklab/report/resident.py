@@ -1,13 +1,17 @@
 """What a resident process (`report --watch`, `serve --watch`) keeps from one update of a
-site to the next: the runs it read ahead and each run's digest. A stored run's row and
-metrics never change, so an update reads and hashes only the runs it has not seen: at
-10,000 runs, reading them all took 0.24 to 0.37 s an update and hashing them 0.2 s."""
+site to the next: the runs it read ahead, each run's digest and its stationarity window.
+A stored run's row, metrics and series never change, so an update reads, hashes and
+judges only the runs it has not seen: at 10,000 runs, reading them all took 0.24 to
+0.37 s an update, hashing them 0.2 s and reading their windows 0.3 s (of the summary,
+which the update waits for last)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from blocklab.analysis.stationarity import Window
 from blocklab.store.base import RunsKept
 
 
@@ -16,3 +20,19 @@ class Resident:
     runs: RunsKept = field(default_factory=dict)  # ResultsStore.read_ahead's `kept`
     # (run id, started_at, ended_at) -> reduction_cache.run_digest of the run's view
     digests: dict[tuple[Any, ...], str] = field(default_factory=dict)
+    # run id -> (its key columns, its Window: kept_trends.windows_of)
+    windows: dict[int, tuple[tuple[Any, ...], Window]] = field(default_factory=dict)
+
+    def _keys(self) -> dict[int, tuple[Any, ...]]:
+        """run id -> its key columns, of the runs read ahead in this update."""
+        return {i: v[0] for runs in self.runs.values() for i, v in runs.items()}
+
+    def windows_known(self) -> dict[int, Window]:
+        """The windows kept of runs that are still the ones read (by their key columns)."""
+        keys = self._keys()
+        return {i: w for i, (k, w) in self.windows.items() if keys.get(i) == k}
+
+    def keep_windows(self, windows: Mapping[int, Window]) -> None:
+        """Keep `windows` (by run id) of the runs read in this update, and no others."""
+        keys = self._keys()
+        self.windows = {i: (keys[i], w) for i, w in windows.items() if i in keys}

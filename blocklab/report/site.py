@@ -50,6 +50,7 @@ from blocklab.report.rawfiles import copy_raw
 from blocklab.report.reduction_cache import ReductionCache, rounds_csv
 from blocklab.report.resident import Resident
 from blocklab.report.runs_lists import write_runs_lists
+from blocklab.report.summaries import Summaries
 from blocklab.report.writer import MARKER, Writer, WriterState
 from blocklab.store import ResultsStore
 
@@ -240,14 +241,13 @@ def _generate(
     again from its series (blocklab.analysis.kept_trends), the kept trends replaced.
     `update`: few run pages to write, so the summaries are made in a process of their
     own meanwhile (a whole site's run pages keep every core busy without it).
-    `resident`: the run digests kept from the update before, left holding this one's."""
+    `resident`: what was kept from the update before (report.resident)."""
     copy_assets(w)
-    keys = data.experiment_keys(db)
-    kept = KeptExperiments(w.old.kept_experiments)
+    keys, kept = data.experiment_keys(db), KeptExperiments(w.old.kept_experiments)
     digests = {key: experiment_digest(db, *key) for key in keys}
     todo = [key for key in keys if not kept.may_keep(digests[key])]  # summaries to make
-    summaries_of = functools.partial(_summaries, db, todo, fresh)
-    with parallel.begun(summaries_of, fork=update) as summaries_done:
+    summaries = Summaries(db, todo, fresh, resident)
+    with parallel.begun(summaries.make, fork=update) as summaries.done:
         # the cells and reductions the site's manifest keeps, read back
         known = None if resident is None else resident.digests
         cells, reductions = CellCache(w.old.stats), ReductionCache(w.old.reductions, known)
@@ -265,14 +265,15 @@ def _generate(
             key = (exp.stored_name, exp.fleet_host or None)
             answer = kept.keep(w, exp, digests[key])  # unchanged: its files kept whole
             if answer is None:
-                made = functools.partial(_summary_of, db, key, todo, summaries_done, fresh)
+                made = functools.partial(summaries.of, key)
                 started = run_pages_started(w, db, results, exp, reductions.run_digest)
                 with started as pages:  # in workers, meanwhile:
                     if not update:
-                        summaries_done()  # made here now, while the workers write the run pages
+                        summaries.done()  # made here now, while the workers write the run pages
                     answer = headline_lines(write_experiment(w, db, exp, made, pages))
                 kept.record(w, exp, digests[key], answer)
             answers[exp.slug] = answer
+        summaries.keep_windows()
     w.page(
         "index.html",
         "index.html",
@@ -287,35 +288,6 @@ def _generate(
     w.page("compare.html", "compare.html", page="compare", data=compare_json(exps))
     write_devices(w, db)
     return len(exps), sum(len(e.runs) for e in exps)
-
-
-def _summaries(
-    db: ResultsStore, keys: list[tuple[str, str | None]], fresh: bool, forked: bool
-) -> list[ExperimentSummary]:
-    """The summary of each view in `keys` (explain.summary_for): what needs the stored
-    runs, not the view the main process makes meanwhile; `forked`: on a connection of
-    this process's own."""
-    store = db.reopen() if forked else db
-    try:
-        return [explain.summary_for(store, name, host or None, fresh=fresh) for name, host in keys]
-    finally:
-        if forked:
-            store.close()
-
-
-def _summary_of(
-    db: ResultsStore,
-    key: tuple[str, str | None],
-    todo: list[tuple[str, str | None]],
-    summaries_done: Callable[[], list[ExperimentSummary]],
-    fresh: bool,
-) -> ExperimentSummary:
-    """The summary of the view `key`: the one being made (`todo`, `summaries_done`), or
-    made here (an experiment recorded unchanged whose files could not be kept)."""
-    if key in todo:
-        return summaries_done()[todo.index(key)]
-    name, host = key
-    return explain.summary_for(db, name, host, fresh=fresh)
 
 
 def write_devices(w: Writer, db: ResultsStore) -> None:

@@ -139,3 +139,32 @@ def test_windows_of_no_runs(tmp_path: Path, fresh: bool) -> None:
     results = write_synthetic_results(tmp_path / "results", rounds=1)
     with ResultsDB(results, create=False) as db:
         assert kept_trends.windows_of(db, {"a": []}, fresh=fresh) == {"a": []}
+
+
+def test_known_windows_are_not_read_again_and_those_read_are_added(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """windows_of's `known` (a resident process's windows by run id, report.resident):
+    the runs it holds are neither read nor judged, the others are read (or judged) and
+    added to it; with `fresh` every run is judged again and `known` holds the new ones."""
+    results = write_synthetic_results(tmp_path / "results", rounds=2, fpi_storm=STORM)
+    with ResultsDB(results, create=False) as db:
+        ids = _ids(db)
+        whole = kept_trends.windows_of(db, ids)  # judged and kept
+        first = next(iter(ids.values()))[0]
+        marked = stationarity.Window(-1, {})  # no run's: seen only if taken from `known`
+        known = {first: marked}
+        reads: list[list[int]] = []
+        read = db.run_trends
+        monkeypatch.setattr(db, "run_trends", lambda i, m: reads.append(list(i)) or read(i, m))
+        got = kept_trends.windows_of(db, ids, known=known)
+        all_ids = [i for v in ids.values() for i in v]
+        assert reads == [[i for i in all_ids if i != first]]  # the known run not read
+        assert got == {
+            k: [marked if i == first else w for i, w in zip(ids[k], v, strict=True)]
+            for k, v in whole.items()
+        }
+        assert set(known) == set(all_ids) and known[first] is marked
+        calls = _judged(monkeypatch)
+        fresh = kept_trends.windows_of(db, ids, fresh=True, known=known)
+        assert len(calls) == len(all_ids) and fresh == whole and known[first] != marked

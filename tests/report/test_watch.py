@@ -15,6 +15,8 @@ from report_fixture import add_synthetic_run, differing_files, write_synthetic_r
 
 from blocklab import proc
 from blocklab.report import SiteResult, build_site, watch
+from blocklab.report.resident import Resident
+from blocklab.store import ResultsDB
 
 NAME = "synthetic-geometry"
 
@@ -134,3 +136,32 @@ def test_cli_watch_updates_on_a_new_run_and_ctrl_c_ends_it(
     finally:
         if p.poll() is None:
             proc.terminate(p.pid)
+
+
+def test_a_resident_process_keeps_every_run_read_and_judged_as_stored(
+    results: Path, tmp_path: Path
+) -> None:
+    """report.resident across updates: after each it holds every run read (row, digest)
+    and every successful run's window, those the summaries' process read too (forked in
+    an update, with a second core); a window whose run's key columns changed (its id
+    given again) is not taken; and the site equals one made whole."""
+    out = tmp_path / "site"
+    build_site(results, out)
+    resident = Resident()
+    add_synthetic_run(results, NAME, seconds=10)  # an experiment changed: its summary made
+    build_site(results, out, resident=resident)  # an update: its summary made aside
+    with ResultsDB(results, create=False) as db:
+        runs = db.runs(NAME)
+    ok = [r["id"] for r in runs if r["status"] == "ok"]
+    assert sorted(resident.windows) == sorted(ok) and len(resident.digests) == len(runs)
+    assert list(resident.runs[NAME]) == [r["id"] for r in runs]
+    key, window = resident.windows[ok[0]]
+    resident.windows[ok[0]] = ((key[0], "another start", key[2]), window)
+    assert sorted(resident.windows_known()) == sorted(ok[1:])
+    added = add_synthetic_run(results, NAME, seconds=10)
+    build_site(results, out, resident=resident)
+    assert sorted(resident.windows) == sorted([*ok, added])
+    assert resident.windows[ok[0]][0] == key
+    whole = tmp_path / "whole"
+    build_site(results, whole)
+    assert differing_files(out, whole) == []
