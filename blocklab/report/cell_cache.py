@@ -25,6 +25,7 @@ from blocklab.report import manifest, shape
 from blocklab.report.reduction_cache import values_digest
 
 _SCALARS = (int, float, str, bool, type(None))
+_NON_FINITE = ("nan", "inf", "-inf")  # a float's repr() (_marked)
 
 
 class CellCache:
@@ -108,8 +109,17 @@ def entry_of(cell: shape.CellStats | None) -> list[Any]:
     inputs', not kept."""
     if cell is None:
         return []
-    comp = None if cell.comparison is None else dataclasses.asdict(cell.comparison)
-    return [dataclasses.asdict(cell.summary), comp, cell.verdict]
+    comp = None if cell.comparison is None else _marked(dataclasses.asdict(cell.comparison))
+    return [_marked(dataclasses.asdict(cell.summary)), comp, cell.verdict]
+
+
+def _marked(fields: dict[str, Any]) -> dict[str, Any]:
+    """Fields with a NaN or an infinity as ["nan"], ["inf"] or ["-inf"]: the manifest's
+    JSON (report.jsontext) has no such numbers, and a field is never a list."""
+    return {
+        k: [repr(v)] if isinstance(v, float) and not math.isfinite(v) else v
+        for k, v in fields.items()
+    }
 
 
 def restore(entry: Any, values: Mapping[int, float]) -> shape.CellStats | None:
@@ -129,6 +139,14 @@ def restore(entry: Any, values: Mapping[int, float]) -> shape.CellStats | None:
 
 
 def _fields(body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict) or not all(isinstance(v, _SCALARS) for v in body.values()):
+    """A kept cell's fields, a marked NaN or infinity (_marked) a float again."""
+    if not isinstance(body, dict):
         raise TypeError("a kept cell's fields are not scalars")
-    return body
+    fields = {}
+    for k, v in body.items():
+        if isinstance(v, list) and len(v) == 1 and v[0] in _NON_FINITE:
+            v = float(v[0])
+        elif not isinstance(v, _SCALARS):
+            raise TypeError("a kept cell's fields are not scalars")
+        fields[k] = v
+    return fields

@@ -9,8 +9,10 @@ and float32 scalars are numbers (the standard library made them strings); floats
 their shortest exponent form (`1e-5`, not `1e-05`). A value orjson refuses (an int beyond
 64 bits) falls back to the standard library, which writes it whole.
 
-Not for the manifest (blocklab.report.manifest): it keeps statistics that may be NaN and
-must read them back as they were.
+The manifest (blocklab.report.manifest) is written and read by it too (at 10,000 runs the
+standard library took 86 ms to write it and 60 ms to read it): the statistics it keeps
+mark their NaN and infinities (report.cell_cache), and no other part of it holds one (the
+store keeps none).
 """
 
 from __future__ import annotations
@@ -48,3 +50,8 @@ def dumps(value: Any) -> bytes:
 def text(value: Any) -> str:
     """dumps(value) as a str."""
     return dumps(value).decode()
+
+
+def loads(data: bytes | str) -> Any:
+    """The value of JSON text (orjson: NaN and infinities refused, a ValueError)."""
+    return orjson.loads(data)

@@ -6,7 +6,8 @@ rebuild), and per experiment the digest of each run's inputs in page order, with
 numbers of a run the experiment's pages need without reading its series (tps range), the
 statistics of the experiment pages' cells (blocklab.report.cell_cache), and each variant's
 per-round values and its part of rounds.csv (blocklab.report.reduction_cache), and per
-experiment what its files were made from (blocklab.report.kept_experiments).
+experiment what its files were made from (blocklab.report.kept_experiments). Written and
+read as the site's JSON (report.jsontext: orjson, no NaN; the cells mark theirs).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab import __version__
+from blocklab.report import jsontext
 
 MANIFEST = ".blocklab-manifest.json"
 
@@ -87,13 +89,13 @@ class Manifest:
             "kept_experiments": dict(sorted(self.kept_experiments.items())),
             "pages": dict(sorted(self.pages.items())),
         }
-        (site / MANIFEST).write_text(json.dumps(body, separators=(",", ":")) + "\n")
+        (site / MANIFEST).write_bytes(jsontext.dumps(body) + b"\n")
 
 
 def load(site: Path) -> Manifest | None:
     """The manifest of a site, or None when there is none or it is unreadable."""
     try:
-        body = json.loads((site / MANIFEST).read_text())
+        body = jsontext.loads((site / MANIFEST).read_bytes())
         return Manifest(
             version=body["version"],
             experiments={

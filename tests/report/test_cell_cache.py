@@ -5,7 +5,9 @@ SYNTHETIC data (tests/report_fixture.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import random
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import pytest
 from report_fixture import add_synthetic_run, write_synthetic_results
 
 from blocklab.analysis.metrics import KNOWN_METRICS
-from blocklab.report import build_site, cell_cache, shape
+from blocklab.report import build_site, cell_cache, jsontext, shape
 from blocklab.report.manifest import MANIFEST
 
 NAME = "synthetic-geometry"
@@ -40,9 +42,31 @@ def _inputs(seed: int) -> list[tuple[dict[int, Any], dict[int, Any] | None, Any,
 
 
 def _through_json(used: dict[str, Any]) -> dict[str, Any]:
-    """The entries as the manifest writes and reads them."""
-    body: dict[str, Any] = json.loads(json.dumps(used, separators=(",", ":")))
+    """The entries as the manifest writes and reads them (report.jsontext)."""
+    body: dict[str, Any] = jsontext.loads(jsontext.dumps(used))
     return body
+
+
+def test_a_cell_s_nan_and_infinities_read_back_as_they_were() -> None:
+    """The manifest's JSON has no NaN (null would read back as None): a cell's non-finite
+    fields are kept marked and read back as the floats they were."""
+    values, ref_values, info, _ = _inputs(3)[0]
+    cell = shape.cell_stats(values, ref_values, info)
+    assert cell is not None and cell.comparison is not None
+    odd = dataclasses.replace(
+        cell,
+        summary=dataclasses.replace(cell.summary, stdev=math.nan, cv=math.inf),
+        comparison=dataclasses.replace(cell.comparison, ci95_low=-math.inf),
+    )
+    entry = _through_json({"k": cell_cache.entry_of(odd)})["k"]
+    back = cell_cache.restore(entry, values)
+    assert back is not None and back.comparison is not None
+    assert math.isnan(back.summary.stdev) and back.summary.cv == math.inf
+    assert back.comparison.ci95_low == -math.inf
+    assert dataclasses.replace(back.summary, stdev=None) == dataclasses.replace(
+        odd.summary, stdev=None
+    )
+    assert back.comparison == odd.comparison and back.verdict == odd.verdict
 
 
 def test_kept_cells_read_back_equal_to_the_cells_made_afresh() -> None:
