@@ -3,7 +3,9 @@ date with its results store. It updates the site, then polls the store's change 
 (ResultsStore.change_marker: a few small queries) and updates the site again whenever the
 marker differs. A resident process pays Python's and the libraries' start-up once (0.7 to
 1.2 s a `blocklab report` on the 2-core machine, docs/FLEET.md), not once an update, and an
-update rewrites only what changed, as `blocklab report` does."""
+update rewrites only what changed, as `blocklab report` does. It also keeps what does not
+change from one update to the next (report.resident: the runs read, their digests and
+stationarity windows), so an update reads only the runs it has not seen."""
 
 from __future__ import annotations
 
