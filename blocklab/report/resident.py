@@ -23,6 +23,12 @@ class Resident:
     # run id -> (its key columns, its Window: kept_trends.windows_of)
     windows: dict[int, tuple[tuple[Any, ...], Window]] = field(default_factory=dict)
 
+    def runs_of(self, experiments: list[str]) -> RunsKept:
+        """`runs`, holding only the experiments named (those the store has now: a run of
+        one removed is not taken for a run that has its id now)."""
+        self.runs = {name: runs for name, runs in self.runs.items() if name in experiments}
+        return self.runs
+
     def _keys(self) -> dict[int, tuple[Any, ...]]:
         """run id -> its key columns, of the runs read ahead in this update."""
         return {i: v[0] for runs in self.runs.values() for i, v in runs.items()}

@@ -158,10 +158,11 @@ def test_a_resident_process_keeps_every_run_read_and_judged_as_stored(
     key, window = resident.windows[ok[0]]
     resident.windows[ok[0]] = ((key[0], "another start", key[2]), window)
     assert sorted(resident.windows_known()) == sorted(ok[1:])
+    resident.runs["removed since"] = {ok[0]: ((ok[0], "another start", key[2]), {}, {})}
     added = add_synthetic_run(results, NAME, seconds=10)
     build_site(results, out, resident=resident)
     assert sorted(resident.windows) == sorted([*ok, added])
-    assert resident.windows[ok[0]][0] == key
+    assert resident.windows[ok[0]][0] == key and list(resident.runs) == [NAME]
     whole = tmp_path / "whole"
     build_site(results, whole)
     assert differing_files(out, whole) == []
