@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import filecmp
 import os
 import pstats
 import resource
@@ -31,7 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from report_fixture import add_synthetic_run, write_synthetic_results  # noqa: E402
+from report_fixture import (  # noqa: E402
+    add_synthetic_run,
+    differing_files,
+    write_synthetic_results,
+)
 from scratch_home import blocklab_argv  # noqa: E402
 
 import blocklab  # noqa: E402
@@ -199,8 +202,10 @@ def incremental(
         )
     full = build_site(tmp / "results", tmp / "full", full=True)
     print(f"full rebuild of the same data: {full.elapsed_s:.1f} s")
-    same = filecmp.dircmp(tmp / "site", tmp / "full")
-    print(f"update identical to the full rebuild: {_identical(same)}")
+    differ = differing_files(tmp / "site", tmp / "full")
+    if differ:
+        print("differs:", differ[:20])
+    print(f"update identical to the full rebuild: {not differ}")
     return {
         "one more run": statistics.median(here),
         "as a command": statistics.median(command),
@@ -281,14 +286,6 @@ def _children_cpu_s() -> float:
     """User and system CPU seconds of every child process waited for so far."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
-
-
-def _identical(d: filecmp.dircmp[str]) -> bool:
-    _, mismatch, errors = filecmp.cmpfiles(d.left, d.right, d.common_files, shallow=False)
-    if d.left_only or d.right_only or mismatch or errors:
-        print("differs:", d.left, d.left_only, d.right_only, mismatch, errors)
-        return False
-    return all(_identical(sub) for sub in d.subdirs.values())
 
 
 if __name__ == "__main__":

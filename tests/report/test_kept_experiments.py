@@ -5,27 +5,18 @@ build, and a record or a file that does not hold is made again. SYNTHETIC data
 
 from __future__ import annotations
 
-import filecmp
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from report_fixture import add_synthetic_run, write_synthetic_results
+from report_fixture import add_synthetic_run, differing_files, write_synthetic_results
 
 from blocklab.report import build_site, explain, parallel
 from blocklab.report.manifest import MANIFEST
 
 STORE = Path(__file__).parents[2] / "blocklab" / "store"
-
-
-def _same(a: Path, b: Path) -> bool:
-    d = filecmp.dircmp(a, b)
-    _, mismatch, errors = filecmp.cmpfiles(a, b, d.common_files, shallow=False)
-    if d.left_only or d.right_only or mismatch or errors:
-        return False
-    return all(_same(a / s, b / s) for s in d.subdirs)
 
 
 @pytest.fixture
@@ -86,7 +77,7 @@ def test_an_update_keeps_the_unchanged_experiment_and_equals_a_full_build(
     assert r.kept > 0
 
     full = build_site(two, tmp_path / "full", full=True)
-    assert _same(out, full.out)
+    assert differing_files(out, full.out) == []
 
     summaries.clear()
     build_site(two, out)  # nothing new: no summary made
@@ -97,7 +88,7 @@ def test_an_update_keeps_the_unchanged_experiment_and_equals_a_full_build(
     add_synthetic_run(two, "first", seconds=10, same_round=True)
     build_site(two, out)
     assert _given(summaries) == ["first"]
-    assert _same(out, build_site(two, tmp_path / "full", full=True).out)
+    assert differing_files(out, build_site(two, tmp_path / "full", full=True).out) == []
 
 
 @pytest.mark.parametrize(
@@ -123,7 +114,7 @@ def test_a_kept_experiment_whose_files_or_record_do_not_hold_is_made_again(
     add_synthetic_run(two, "first", seconds=10)
     build_site(two, out)
     assert "second" in _given(summaries) + _alone(summaries)
-    assert _same(out, build_site(two, tmp_path / "full", full=True).out)
+    assert differing_files(out, build_site(two, tmp_path / "full", full=True).out) == []
 
 
 def _run_pages(out: Path) -> list[str]:
