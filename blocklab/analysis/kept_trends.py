@@ -36,9 +36,7 @@ def windows_of(
     report.resident), not read again; those read or judged here are added to it."""
     ids = list(dict.fromkeys(i for run_ids in run_ids_of.values() for i in run_ids))
     method = stationarity.METHOD
-    if known is None:
-        known = {}
-    kept = {} if fresh else {i: known[i] for i in ids if i in known}
+    kept = {} if fresh or not known else {i: known[i] for i in ids if i in known}
     if not fresh and len(kept) < len(ids):
         kept.update(_kept(db.run_trends([i for i in ids if i not in kept], method)))
     missing = [i for i in ids if i not in kept]
@@ -47,7 +45,8 @@ def windows_of(
         judged = dict(zip(missing, stationarity.windows(series), strict=True))
         db.keep_run_trends(method, [row for i, w in judged.items() for row in _rows(i, w)])
         kept.update(judged)
-    known.update(kept)
+    if known is not None:
+        known.update(kept)
     return {label: [kept[i] for i in run_ids] for label, run_ids in run_ids_of.items()}
 
 

@@ -20,8 +20,8 @@ class Resident:
     runs: RunsKept = field(default_factory=dict)  # ResultsStore.read_ahead's `kept`
     # (run id, started_at, ended_at) -> reduction_cache.run_digest of the run's view
     digests: dict[tuple[Any, ...], str] = field(default_factory=dict)
-    # run id -> (its key columns, its Window: kept_trends.windows_of)
-    windows: dict[int, tuple[tuple[Any, ...], Window]] = field(default_factory=dict)
+    # (run id, started_at, ended_at) -> the run's Window (kept_trends.windows_of)
+    windows: dict[tuple[Any, ...], Window] = field(default_factory=dict)
 
     def runs_of(self, experiments: list[str]) -> RunsKept:
         """`runs`, holding only the experiments named (those the store has now: a run of
@@ -35,10 +35,9 @@ class Resident:
 
     def windows_known(self) -> dict[int, Window]:
         """The windows kept of runs that are still the ones read (by their key columns)."""
-        keys = self._keys()
-        return {i: w for i, (k, w) in self.windows.items() if keys.get(i) == k}
+        return {i: self.windows[k] for i, k in self._keys().items() if k in self.windows}
 
     def keep_windows(self, windows: Mapping[int, Window]) -> None:
         """Keep `windows` (by run id) of the runs read in this update, and no others."""
         keys = self._keys()
-        self.windows = {i: (keys[i], w) for i, w in windows.items() if i in keys}
+        self.windows = {keys[i]: w for i, w in windows.items() if i in keys}
