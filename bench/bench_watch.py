@@ -46,9 +46,12 @@ def pairs(results: Path, site: Path, n: int) -> list[tuple[tuple[float, float], 
     resident = Resident()
     got = []
     for i in range(n):
-        order = [resident, None] if i % 2 == 0 else [None, resident]
-        timed = {id(r): update(results, site, r) for r in order}
-        kept, plain = timed[id(resident)], timed[id(None)]
+        if i % 2 == 0:
+            kept = update(results, site, resident)
+            plain = update(results, site, None)
+        else:
+            plain = update(results, site, None)
+            kept = update(results, site, resident)
         got.append((kept, plain))
         print(
             f"pair {i + 1}: kept {kept[0]:.2f} s ({kept[1]:.2f} s CPU), not kept "
