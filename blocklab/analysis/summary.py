@@ -37,7 +37,7 @@ from blocklab.analysis.metrics import (
 )
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
 from blocklab.analysis.setting import setting_line
-from blocklab.analysis.stationarity import Window
+from blocklab.analysis.summary_memo import SummaryMemo, reduction_key
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as designs
 from blocklab.store import ResultsStore, Row
@@ -215,15 +215,16 @@ def summarize_experiment(
     host: str | None = None,
     fresh_trends: bool = False,
     checks: bool = True,
-    known_windows: dict[int, Window] | None = None,
+    memo: SummaryMemo | None = None,
 ) -> ExperimentSummary:
     """The summary of `host`'s runs (None: every run, which must come from one host: a
     round is paired only with the same round on the same host). The runs' stationarity
     trends are those kept in the store (blocklab.analysis.kept_trends), judged here for
-    runs without them (`known_windows`: kept_trends.windows_of's `known`); `fresh_trends`:
-    judged again for every run. `checks=False`: the variants' rows alone, without their
-    latency, setting line, A/A comparison, carry-over and layout control (a side metric's
-    summary: at 10,000 runs they were a sixth of the report's update)."""
+    runs without them; `fresh_trends`: judged again for every run. `memo`: the windows,
+    reductions and comparisons a resident process keeps (analysis.summary_memo).
+    `checks=False`: the variants' rows alone, without their latency, setting line, A/A
+    comparison, carry-over and layout control (a side metric's summary: at 10,000 runs
+    they were a sixth of the report's update)."""
     exp = db.experiment(name)
     ref_id = exp["reference"]
     all_runs = _runs_on_host(db.runs(name), name, host)
@@ -240,7 +241,7 @@ def summarize_experiment(
     labels = {v["variant_id"]: v["label"] for v in variants}
     runs_of = _runs_by_variant(labels, all_runs)
     refs = {v["reference_id"] or ref_id for v in variants} - {None}
-    reduced, slots = _reduced(db, design, runs_of, refs, metric)
+    reduced, slots = _reduced(db, design, runs_of, refs, metric, memo)
     values_of = {vid: rv.values for vid, rv in reduced.items()}
     aa_refs = sorted(refs & set(runs_of))
     if design == designs.AA_CONTROL and aa_refs and checks:
@@ -249,9 +250,8 @@ def summarize_experiment(
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs)
     for v in variants:
         runs = runs_of[v["variant_id"]]
-        vs = _variant_summary(
-            db, v, ref_id, runs, values_of, labels, info, result.equivalence_pct, slots, checks
-        )
+        eq = result.equivalence_pct
+        vs = _variant_summary(db, v, ref_id, runs, values_of, labels, info, eq, slots, checks, memo)
         vs.dropped = reduced[v["variant_id"]].dropped
         if checks:
             vs.latency_avg_ms = _latency_summary(db, runs)
@@ -264,7 +264,7 @@ def summarize_experiment(
         result.aa, what, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs) + f" {what}"
     if side and metric == "tps":
-        _add_side(db, result, exp, runs_of, labels, host, fresh_trends, known_windows)
+        _add_side(db, result, exp, runs_of, labels, host, fresh_trends, memo)
     return result
 
 
@@ -276,10 +276,10 @@ def _add_side(
     labels: dict[str, str],
     host: str | None,
     fresh_trends: bool,
-    known_windows: dict[int, Window] | None,
+    memo: SummaryMemo | None,
 ) -> None:
     """The throughput summary's side metrics, disturbance and stationarity lines."""
-    result.side, result.side_fixed = _side_metrics(db, result.name, host)
+    result.side, result.side_fixed = _side_metrics(db, result.name, host, memo)
     result.disturbance = disturbance.lines(
         _ok_metric(db, runs_of, labels, disturbance.CPU_SHARE),
         _ok_metric(db, runs_of, labels, disturbance.DEVICE_SHARE),
@@ -288,7 +288,8 @@ def _add_side(
         result.stationarity = [INTERLEAVED_NOT_JUDGED]
     elif not measures_whole_cycles(exp):
         ok_ids = _ok_ids(runs_of, labels)
-        windows = kept_trends.windows_of(db, ok_ids, fresh=fresh_trends, known=known_windows)
+        known = None if memo is None else memo.windows
+        windows = kept_trends.windows_of(db, ok_ids, fresh=fresh_trends, known=known)
         result.stationarity = stationarity.window_lines(windows)
 
 
@@ -315,17 +316,28 @@ def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
 
 
 def _reduced(
-    db: ResultsStore, design: str, runs_of: Mapping[str, Sequence[Row]], refs: set[str], metric: str
+    db: ResultsStore,
+    design: str,
+    runs_of: Mapping[str, Sequence[Row]],
+    refs: set[str],
+    metric: str,
+    memo: SummaryMemo | None = None,
 ) -> tuple[dict[str, RoundValues], dict[str, dict[int, float]]]:
-    """Each variant's `metric` reduced per round (blocklab.analysis.rounds), and the
-    storage slots its comparison fits (_slot_signs); each run's metrics read once."""
+    """Each variant's `metric` reduced per round (blocklab.analysis.rounds; taken from
+    `memo` where it holds them), and the storage slots its comparison fits (_slot_signs);
+    each run's metrics read once."""
     metrics_of = functools.cache(db.metrics)
-    reduced = {
-        vid: per_round_values(
-            design, run_values(db, runs, metric, metrics_of), is_reference=vid in refs
-        )
-        for vid, runs in runs_of.items()
-    }
+
+    def reduce(vid: str, runs: Sequence[Row]) -> RoundValues:
+        def make() -> RoundValues:
+            values = run_values(db, runs, metric, metrics_of)
+            return per_round_values(design, values, is_reference=vid in refs)
+
+        if memo is None:
+            return make()
+        return memo.reduced(reduction_key(design, vid, vid in refs, metric, runs), make)
+
+    reduced = {vid: reduce(vid, runs) for vid, runs in runs_of.items()}
     return reduced, _slot_signs(db, design, runs_of, refs, metrics_of)
 
 
@@ -440,10 +452,12 @@ def _variant_summary(
     equivalence_pct: float = stats.EQUIVALENCE_PCT,
     slots: Mapping[str, Mapping[int, float]] | None = None,
     summarized: bool = True,
+    memo: SummaryMemo | None = None,
 ) -> VariantSummary:
     """Variant `v`'s summary from its `runs`, compared with its reference's values (the
     experiment's reference `ref_id` unless it names its own); `summarized`: with its
-    values' own summary (a side metric's row uses only the comparison)."""
+    values' own summary (a side metric's row uses only the comparison); `memo`: where the
+    comparison may be kept (analysis.summary_memo)."""
     vid = v["variant_id"]
     my_ref = v["reference_id"] or ref_id
     failed = [r for r in runs if r["status"] != "ok"]
@@ -451,8 +465,13 @@ def _variant_summary(
     is_ref = my_ref is None or vid == my_ref
     comparison = None
     if my_ref is not None and not is_ref:
-        nuisance = (slots or {}).get(vid)
-        comparison = compare(values_of.get(my_ref, {}), values, info, equivalence_pct, nuisance)
+        nuisance, ref_values = (slots or {}).get(vid), values_of.get(my_ref, {})
+
+        def make() -> stats.Comparison | None:
+            return compare(ref_values, values, info, equivalence_pct, nuisance)
+
+        rest = (info, equivalence_pct, tuple(sorted((nuisance or {}).items())))
+        comparison = make() if memo is None else memo.compared(ref_values, values, rest, make)
     return VariantSummary(
         variant_id=vid,
         label=v["label"],
@@ -478,7 +497,7 @@ def _latency_summary(db: ResultsStore, runs: Sequence[Row]) -> stats.Summary | N
 
 
 def _side_metrics(
-    db: ResultsStore, name: str, host: str | None
+    db: ResultsStore, name: str, host: str | None, memo: SummaryMemo | None = None
 ) -> tuple[dict[str, list[tuple[str, stats.Comparison, bool]]], list[str]]:
     """The side metrics' comparisons, and the labels of those fixed by the builds."""
     stored = set(db.metric_names(name))
@@ -486,7 +505,7 @@ def _side_metrics(
     for m in ("latency_avg_ms", *SIDE_METRICS):  # latency: a run column, compared too
         if m not in stored and m not in RUN_COLUMN_METRICS:
             continue
-        s = summarize_experiment(db, name, m, side=False, host=host, checks=False)
+        s = summarize_experiment(db, name, m, side=False, host=host, checks=False, memo=memo)
         by_id = {v.variant_id: v for v in s.variants}
         pairs = [(v, by_id.get(v.reference_id or "")) for v in s.variants]
         pairs = [(v, r) for v, r in pairs if v.comparison is not None and v.comparison.n_pairs]

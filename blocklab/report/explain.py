@@ -8,8 +8,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from blocklab.analysis.stationarity import Window
 from blocklab.analysis.summary import ExperimentSummary, summarize_experiment
+from blocklab.analysis.summary_memo import SummaryMemo
 from blocklab.report import answer, data, jsontext, plots
 from blocklab.report.data import ExperimentView
 from blocklab.store import ResultsStore
@@ -23,15 +23,13 @@ def summary_for(
     host: str | None,
     *,
     fresh: bool = False,
-    known_windows: dict[int, Window] | None = None,
+    memo: SummaryMemo | None = None,
 ) -> ExperimentSummary:
     """The throughput summary `blocklab summary` prints for the stored experiment `name`
     (`host`'s runs, when a fleet ran it), with its side metrics and checks; `fresh`: every
     run's stationarity judged again, not read where kept (blocklab.analysis.kept_trends);
-    `known_windows`: the runs' windows known already (kept_trends.windows_of)."""
-    return summarize_experiment(
-        db, name, "tps", host=host, fresh_trends=fresh, known_windows=known_windows
-    )
+    `memo`: what a resident process keeps of the summaries (analysis.summary_memo)."""
+    return summarize_experiment(db, name, "tps", host=host, fresh_trends=fresh, memo=memo)
 
 
 def planned_rounds(db: ResultsStore, exp: ExperimentView) -> int | None:

@@ -274,7 +274,7 @@ def _generate(
                     answer = headline_lines(write_experiment(w, db, exp, made, pages))
                 kept.record(w, exp, digests[key], answer)
             answers[exp.slug] = answer
-        summaries.keep_windows()
+        summaries.keep()
     w.page(
         "index.html",
         "index.html",

@@ -141,10 +141,11 @@ def test_cli_watch_updates_on_a_new_run_and_ctrl_c_ends_it(
 def test_a_resident_process_keeps_every_run_read_and_judged_as_stored(
     results: Path, tmp_path: Path
 ) -> None:
-    """report.resident across updates: after each it holds every run read (row, digest)
-    and every successful run's window, those the summaries' process read too (forked in
-    an update, with a second core); a window whose run's key columns changed (its id
-    given again) is not taken; and the site equals one made whole."""
+    """report.resident across updates: after each it holds every run read (row, digest),
+    every successful run's window and the summaries' reductions and comparisons, those
+    the summaries' process read and made too (forked in an update, with a second core); a
+    window whose run's key columns changed (its id given again) is not taken; and the
+    site equals one made whole."""
     out = tmp_path / "site"
     build_site(results, out)
     resident = Resident()
@@ -157,6 +158,9 @@ def test_a_resident_process_keeps_every_run_read_and_judged_as_stored(
     assert set(resident.windows) == {key[i] for i in ok}
     assert set(resident.digests) == set(key.values())
     assert list(resident.runs[NAME]) == [r["id"] for r in runs]
+    # the summaries' reductions of every variant's metrics, made in their process
+    reduced = {k[1] for k in resident.memo.reductions}
+    assert reduced == {r["variant_id"] for r in runs} and resident.memo.comparisons
     first = key[ok[0]]
     other = (first[0], "another start", first[2])
     resident.windows[other] = resident.windows.pop(first)
