@@ -1,5 +1,5 @@
 """What a resident process (`report --watch`, `serve --watch`) keeps from one update of a
-site to the next: the runs it read ahead, each run's digest and its stationarity window,
+site to the next: the runs it read ahead, each run's view, digest and stationarity window,
 and the summaries' reductions and comparisons (analysis.summary_memo). A stored run's
 row, metrics and series never change, so an update reads, hashes, judges and reduces
 only the runs it has not seen: at 10,000 runs, reading them all took 0.24 to 0.37 s an
@@ -14,12 +14,15 @@ from typing import Any
 
 from blocklab.analysis.stationarity import Window
 from blocklab.analysis.summary_memo import SummaryMemo
+from blocklab.report.data import RunView
 from blocklab.store.base import RunsKept
 
 
 @dataclass
 class Resident:
     runs: RunsKept = field(default_factory=dict)  # ResultsStore.read_ahead's `kept`
+    # (run id, started_at, ended_at) -> the run's view (data.RunViews)
+    views: dict[tuple[Any, ...], RunView] = field(default_factory=dict)
     # (run id, started_at, ended_at) -> reduction_cache.run_digest of the run's view
     digests: dict[tuple[Any, ...], str] = field(default_factory=dict)
     # (run id, started_at, ended_at) -> the run's Window (kept_trends.windows_of)

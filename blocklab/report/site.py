@@ -249,16 +249,16 @@ def _generate(
     todo = [key for key in keys if not kept.may_keep(digests[key])]  # summaries to make
     summaries = Summaries(db, todo, fresh, resident)
     with parallel.begun(summaries.make, fork=update) as summaries.done:
-        # the cells and reductions the site's manifest keeps, read back
-        known = None if resident is None else resident.digests
+        # the cells and reductions the site's manifest keeps, the views the resident keeps
+        known, kept_views = (None, None) if resident is None else (resident.digests, resident.views)
         cells, reductions = CellCache(w.old.stats), ReductionCache(w.old.reductions, known)
-        # the views without their drift notes and carry-over: the summary makes them
-        exps = data.load_experiments(
-            db, from_summary=True, cell_stats=cells.cell_stats, reduce=reductions.reduce
+        views, reduce = data.RunViews(kept_views), reductions.reduce
+        exps = data.load_experiments(  # without drift notes and carry-over: the summary's
+            db, from_summary=True, cell_stats=cells.cell_stats, reduce=reduce, views=views
         )
         w.new.stats, w.new.reductions = cells.used, reductions.used
-        if resident is not None:
-            resident.digests = reductions.of_key  # the runs of this update only
+        if resident is not None:  # the runs of this update only
+            resident.digests, resident.views = reductions.of_key, views.used
         gc.freeze()  # the views (build_site)
         data.unique_slugs(exps)
         answers: dict[str, Answer] = {}

@@ -141,7 +141,7 @@ def test_cli_watch_updates_on_a_new_run_and_ctrl_c_ends_it(
 def test_a_resident_process_keeps_every_run_read_and_judged_as_stored(
     results: Path, tmp_path: Path
 ) -> None:
-    """report.resident across updates: after each it holds every run read (row, digest),
+    """report.resident across updates: after each it holds every run read (row, view, digest),
     every successful run's window and the summaries' reductions and comparisons, those
     the summaries' process read and made too (forked in an update, with a second core); a
     window whose run's key columns changed (its id given again) is not taken; and the
@@ -156,7 +156,7 @@ def test_a_resident_process_keeps_every_run_read_and_judged_as_stored(
     ok = [r["id"] for r in runs if r["status"] == "ok"]
     key = {r["id"]: (r["id"], r["started_at"], r["ended_at"]) for r in runs}
     assert set(resident.windows) == {key[i] for i in ok}
-    assert set(resident.digests) == set(key.values())
+    assert set(resident.digests) == set(resident.views) == set(key.values())
     assert list(resident.runs[NAME]) == [r["id"] for r in runs]
     # the summaries' reductions of every variant's metrics, made in their process
     reduced = {k[1] for k in resident.memo.reductions}
@@ -166,8 +166,10 @@ def test_a_resident_process_keeps_every_run_read_and_judged_as_stored(
     resident.windows[other] = resident.windows.pop(first)
     assert sorted(resident.windows_known()) == sorted(ok[1:])
     resident.runs["removed since"] = {ok[0]: (other, {}, {})}
+    view = resident.views[key[ok[1]]]
     added = add_synthetic_run(results, NAME, seconds=10)
     build_site(results, out, resident=resident)
+    assert resident.views[key[ok[1]]] is view  # taken again, not made
     assert sorted(k[0] for k in resident.windows) == sorted([*ok, added])
     assert first in resident.windows and other not in resident.windows
     assert list(resident.runs) == [NAME]
