@@ -15,7 +15,10 @@ more run, one variant's reductions change.
 A reduction taken from the memo is a copy whose values carry a token (`Keyed`) naming
 it, so a comparison of two of them is found by their tokens. The memo keeps what an
 update used and made (`delta`, `keep`): a forked process makes the summaries and the
-process that keeps the memo takes in what it made."""
+process that keeps the memo takes in what it made. An update that summarises one
+experiment of a store drops what the others' summaries made (an experiment whose files
+an update keeps whole is not summarised); when two experiments change in turn, each
+update reduces its experiment whole, as without the memo."""
 
 from __future__ import annotations
 

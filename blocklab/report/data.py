@@ -272,7 +272,7 @@ def load_experiments(
             cell_stats=cell_stats,
             reduce=reduce,
             views=views,
-        )  # fmt: skip
+        )
         for name, host in experiment_keys(db)
     ]
 
