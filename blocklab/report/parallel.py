@@ -56,8 +56,8 @@ def started(
 ) -> Iterator[Callable[[], list[Any]]]:
     """map_slices begun now: the worker processes work while this one goes on (the
     report's summary, its CSV files); the call yielded waits for their results. Without
-    workers, the work is done here when the results are asked for. Leaving the block ends
-    the workers, done or not."""
+    workers, the work is done here when the results are asked for. Leaving the block waits
+    for the work and ends the workers (after an error, ends them, done or not)."""
     global _WORK
     n = min(workers(), n_items // min_per_worker)
     if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
@@ -68,6 +68,7 @@ def started(
         with multiprocessing.get_context("fork").Pool(n, _default_sigterm) as pool:
             pending = pool.map_async(_call, slices(n_items, n))
             yield pending.get
+            _wind_down(pool, pending)
     finally:
         _WORK = None
 
@@ -78,7 +79,8 @@ def begun(job: Callable[[bool], T], *, fork: bool = True) -> Iterator[Callable[[
     while this one goes on (the report's summary, beside its CSV files and lists); the
     call yielded waits for its result (a raised error is raised there). Without a second
     core, or without `fork`, job(forked=False) is done here when the result is first
-    asked for. Leaving the block ends the process, done or not."""
+    asked for. Leaving the block waits for the job and ends the process (after an
+    error, ends it, done or not)."""
     global _WORK
     if not fork or workers() < 2 or "fork" not in multiprocessing.get_all_start_methods():
         done: list[T] = []
@@ -99,5 +101,18 @@ def begun(job: Callable[[bool], T], *, fork: bool = True) -> Iterator[Callable[[
         with multiprocessing.get_context("fork").Pool(1, _default_sigterm) as pool:
             pending = pool.apply_async(_call, ((0, 0, 1),))
             yield pending.get
+            _wind_down(pool, pending)
     finally:
         _WORK = None
+
+
+def _wind_down(pool: Any, pending: Any) -> None:
+    """End a pool whose block ended without an error: its work done, then its workers
+    told to stop and waited for (close, join), not killed. Pool.terminate (the block's
+    exit, and still the way out after an error) kills the workers, and one killed while
+    it held a lock of the pool's queues, writing its result or taking the next task,
+    left the pool's exit waiting for that lock: a CI run's report test waited 425 s, the
+    exit's task handler blocked on a semaphore of the queue a terminated worker wrote."""
+    pending.wait()
+    pool.close()
+    pool.join()

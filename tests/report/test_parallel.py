@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +71,28 @@ def test_workers_take_sigterms_default_whatever_handler_the_caller_has(
         assert signal.getsignal(signal.SIGTERM) != signal.SIG_DFL  # this process's kept
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_leaving_the_block_lets_the_work_end_instead_of_killing_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """begun and started end their workers by close and join once the work is done, not
+    by terminate: a worker killed while it held a lock of the pool's queues left the
+    pool's exit waiting for that lock (a CI run's report test, 425 s)."""
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+
+    def job(forked: bool) -> None:
+        time.sleep(0.5)  # still at work when the block ends
+        (tmp_path / "job").write_text(str(os.getpid()))
+
+    def work(k: int, lo: int, hi: int) -> None:
+        time.sleep(0.5)
+        (tmp_path / f"slice-{k}").write_text(str(os.getpid()))
+
+    with parallel.begun(job):
+        pass  # its result never asked for
+    with parallel.started(work, 400):
+        pass
+    written = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    assert sorted(written) == ["job", "slice-0", "slice-1"]
+    assert str(os.getpid()) not in written.values()  # done in the workers, to the end
