@@ -33,17 +33,16 @@ from blocklab.analysis.round_table import metric_order
 from blocklab.analysis.summary import ExperimentSummary
 from blocklab.economics import device_store
 from blocklab.errors import UserError
-from blocklab.report import csv_parts, data, devices, explain, jsontext, manifest, parallel
+from blocklab.report import csv_parts, data, devices, explain, manifest, parallel
 from blocklab.report.cell_cache import CellCache
 from blocklab.report.data import ExperimentView, RunView, VariantView
+from blocklab.report.grid import write_grid
 from blocklab.report.headline import Answer, headline_lines
 from blocklab.report.kept_experiments import KeptExperiments, experiment_digest
 from blocklab.report.pagedata import (
     compare_json,
-    grid_json,
     pack,
     run_json,
-    whole_seconds,
 )
 from blocklab.report.queries import write_queries
 from blocklab.report.rawfiles import copy_raw
@@ -518,48 +517,3 @@ def write_run(
         has_series=any(detail.series.values()),
         packed=pack(run_json(detail, run, variant, exp.throughput_name)),
     )
-
-
-def write_grid(
-    w: Writer, db: ResultsStore, exp: ExperimentView, entries: list[manifest.RunEntry], tps: Tps
-) -> None:
-    """grid.html holds the layout; each cell's tps lines are in grid/cell-<n>.js, a script
-    that the page loads (works from file://), rewritten only when the cell's runs change."""
-    base = f"e/{exp.slug}"
-    page = grid_json(exp, entries)
-    todo = []
-    for n, cell in enumerate(page["cells"]):
-        runs = cell.pop("run_ids")
-        cell["runs"] = len(runs)
-        if not runs:
-            continue
-        rel = f"grid/cell-{n}.js"
-        cell["src"] = rel
-        d = manifest.digest([cell, runs, page["colors"]])
-        w.new.cells[f"{base}/{rel}"] = d
-        if w.old.cells.get(f"{base}/{rel}") == d and (w.out / base / rel).is_file():
-            w.files.add(f"{base}/{rel}")
-            continue
-        todo.append((n, runs))
-    # the throughput of the changed cells' runs not written now, read in bulk
-    unread = [r for _, runs in todo for r, _ in runs if not tps.get(r)]
-    names = data.THROUGHPUT_SERIES
-    read = {r: data.throughput_series(s) for r, s in db.series_of_runs(unread, names=names)}
-    for n, runs in todo:
-        lines = [_grid_line(r, label, tps.get(r) or read[r]) for r, label in runs]
-        w.put(f"{base}/grid/cell-{n}.js", grid_shard(n, lines))
-    w.page(f"{base}/grid.html", "grid.html", page="grid", exp=exp, data=page)
-
-
-def _grid_line(run_id: int, label: str, pts: list[tuple[float, float | None]]) -> dict[str, Any]:
-    return {
-        "id": run_id,
-        "label": label,
-        "t": [whole_seconds(p[0]) for p in pts],
-        "v": [p[1] for p in pts],
-    }
-
-
-def grid_shard(n: int, lines: list[dict[str, Any]]) -> str:
-    body = jsontext.text([ln for ln in lines if ln["t"]])
-    return f"(window.blocklabGrid = window.blocklabGrid || {{}})[{n}] = {body};\n"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from report_fixture import add_synthetic_run, differing_files, write_synthetic_results
 
-from blocklab.report import build_site, runs_lists
+from blocklab.report import build_site, data, runs_lists
 from blocklab.report.manifest import MANIFEST
 from blocklab.report.writer import Writer
 from blocklab.store import ResultsDB
@@ -86,6 +86,48 @@ def test_one_more_run_rewrites_only_its_pages_and_matches_a_full_rebuild(
     full = build_site(res, tmp_path / "full", full=True)
     assert not full.incremental and full.pages == r.pages
     assert differing_files(out, tmp_path / "full") == []
+
+
+def test_a_changed_grid_cell_takes_its_unchanged_runs_lines_from_its_old_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One more run rewrites its cell's shard from the lines the old shard holds (its
+    other runs' series are not read again); a run whose line the old shard lacks is read
+    again. Either way the site equals a full rebuild."""
+    res = write_synthetic_results(tmp_path / "results", rounds=3, seconds=10)
+    out = tmp_path / "site"
+    build_site(res, out)
+    read: list[list[int]] = []
+    series_of_runs = ResultsDB.series_of_runs
+
+    def recorded(db: ResultsDB, run_ids: Any, *a: Any, **k: Any) -> Any:
+        if k.get("names") == data.THROUGHPUT_SERIES:
+            read.append(list(run_ids))
+        return series_of_runs(db, run_ids, *a, **k)
+
+    monkeypatch.setattr(ResultsDB, "series_of_runs", recorded)
+    add_synthetic_run(res, NAME, seconds=10)
+    build_site(res, out)
+    assert read == [[]]  # the new run's line from its page's series, the others' kept
+    assert differing_files(out, build_site(res, tmp_path / "full", full=True).out) == []
+
+    shards = sorted((out / "e" / NAME / "grid").glob("cell-*.js"))
+    cell = next(p for p in shards if f'"label":"{_first_label(res)}"' in p.read_text())
+    head, body = cell.read_text().split("] = ", 1)
+    lines = json.loads(body.removesuffix(";\n"))
+    dropped = lines.pop(0)["id"]
+    cell.write_text(f"{head}] = {json.dumps(lines)};\n")
+    read.clear()
+    add_synthetic_run(res, NAME, seconds=10, seed=7)
+    build_site(res, out)
+    assert read == [[dropped]]
+    assert differing_files(out, build_site(res, tmp_path / "full2", full=True).out) == []
+
+
+def _first_label(results: Path) -> str:
+    with ResultsDB(results, create=False) as db:
+        v = db.variants(NAME)[0]
+        return str(v["label"] or v["variant_id"])
 
 
 def test_runs_are_listed_by_variant_and_a_new_run_rewrites_one_list_page(
