@@ -19,6 +19,7 @@ from typing import Any
 
 from blocklab.report import manifest
 from blocklab.store import ResultsStore, export
+from blocklab.store.base import Row
 
 
 def assemble(
@@ -60,14 +61,15 @@ def runs_csv(
 ) -> tuple[str, dict[str, Any]]:
     """runs.csv of an experiment (`host`'s runs; export.run_rows' rows, in their order),
     a part a round: a round's part is kept under a digest of the file's columns, the
-    variants' rows and the round's run ids (a stored run is never rewritten:
-    kept_experiments)."""
+    variants' rows and the round's runs named by id, start and end (a stored run is never
+    rewritten: kept_experiments; by its id alone, a store made again in the same place
+    kept the old store's rows)."""
     columns = export.run_columns(db, name, host=host)
     variants = [[v["variant_id"], v["label"], v["variant_json"]] for v in db.variants(name)]
     of_file = manifest.digest([name, host or "", columns, variants])
     runs = [r for r in db.runs(name) if host is None or r["host"] == host]
-    rounds = [(n, [int(r["id"]) for r in g]) for n, g in groupby(runs, key=lambda r: r["round"])]
-    keys = [manifest.digest([of_file, ids]) for _, ids in rounds]
+    rounds = [(n, list(g)) for n, g in groupby(runs, key=lambda r: r["round"])]
+    keys = [manifest.digest([of_file, [_run_key(r) for r in rs]]) for _, rs in rounds]
 
     def make(todo: list[int]) -> list[str]:
         wanted = {rounds[i][0] for i in todo}
@@ -81,6 +83,11 @@ def runs_csv(
 
     header = export.csv_text([], export.RUN_FIELDS, columns)
     return assemble(header, keys, make, old, old_text)
+
+
+def _run_key(run: Row) -> list[Any]:
+    """A stored run as the resident report names it (report.resident): id, start, end."""
+    return [int(run["id"]), run["started_at"], run["ended_at"]]
 
 
 def _spans(old: Mapping[str, Any] | None, old_text: str | None) -> dict[str, list[int]]:

@@ -1,6 +1,7 @@
 """An experiment's grid page: grid.html holds the layout (a cell per (y, x) of the default
 axes), each cell's tps lines are in grid/cell-<n>.js, a script the page loads (works from
-file://), rewritten only when the cell's runs change.
+file://), rewritten only when the cell's runs change: their ids, labels and digests (by
+ids alone, a store made again in the same place kept the old store's lines).
 
 A changed cell's shard is made from the lines its old shard holds, for the runs whose
 digest the site's manifest records unchanged (a stored run's series never change), and
@@ -32,6 +33,7 @@ def write_grid(
     manifest entry (its digest), `tps` the series of the runs whose pages were written."""
     base = f"e/{exp.slug}"
     page = grid_json(exp, entries)
+    of_run = {e.id: e.digest for e in entries}  # what each run's page is made of
     todo = []
     for n, cell in enumerate(page["cells"]):
         runs = cell.pop("run_ids")
@@ -40,7 +42,7 @@ def write_grid(
             continue
         rel = f"grid/cell-{n}.js"
         cell["src"] = rel
-        d = manifest.digest([cell, runs, page["colors"]])
+        d = manifest.digest([cell, runs, page["colors"], [of_run[r] for r, _ in runs]])
         w.new.cells[f"{base}/{rel}"] = d
         if w.old.cells.get(f"{base}/{rel}") == d and (w.out / base / rel).is_file():
             w.files.add(f"{base}/{rel}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,30 @@ def test_runs_are_listed_by_variant_and_a_new_run_rewrites_one_list_page(
         k for k in after if k.startswith(f"e/{NAME}/runs-") and before.get(k) != after[k]
     )
     assert changed == [f"e/{NAME}/runs-1-2.html"]
+    assert differing_files(out, build_site(res, tmp_path / "full", full=True).out) == []
+
+
+def test_a_store_made_again_in_the_same_place_updates_every_file_it_changes(
+    tmp_path: Path,
+) -> None:
+    """The results made again where they were (the same experiment, so the same run ids),
+    one run measured differently (its start and series): the update equals a full build.
+    By ids alone, runs.csv kept the old store's row of that run and its grid cell the old
+    store's line."""
+    res = write_synthetic_results(tmp_path / "results", rounds=3, seconds=10)
+    out = tmp_path / "site"
+    build_site(res, out)
+    shutil.rmtree(res)
+    write_synthetic_results(tmp_path / "results", rounds=3, seconds=10)
+    with ResultsDB(res, create=False) as db:  # made later (the experiment's row says so)
+        db.conn.execute("UPDATE experiments SET created_at = '2030-01-01T00:00:00+00:00'")
+        run_id = int(db.runs(NAME)[0]["id"])
+        db.conn.execute(
+            "UPDATE runs SET started_at = '2030-01-01T00:00:00+00:00' WHERE id = ?", (run_id,)
+        )
+        db.conn.execute("UPDATE series SET value = 2 * value WHERE run_id = ?", (run_id,))
+        db.conn.commit()
+    assert build_site(res, out).incremental
     assert differing_files(out, build_site(res, tmp_path / "full", full=True).out) == []
 
 
