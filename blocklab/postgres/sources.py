@@ -11,7 +11,8 @@ Debian sources: a deb-src list is derived from the machine's own apt configurati
 (same URIs and Signed-By keyring as its main archive, suites that may carry the wanted
 major) and kept in a private apt directory under the cache, so the system's apt state is
 never touched. The upstream tree is extracted from the source package with Debian's own
-packaging patches skipped (they move sockets and library paths for Debian's layout).
+packaging patches skipped (they move sockets and library paths for Debian's layout),
+once per package version, and copied for each build (postgres.source_trees).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from blocklab import proc
 from blocklab.errors import CommandError, UserError
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths, ensure_dir
+from blocklab.postgres import source_trees
 
 Log = Callable[[str], None]
 
@@ -503,9 +505,9 @@ def materialize(spec: SourceSpec, paths: Paths, dest: Path, log: Log) -> Path:
         apt = DebianApt(paths)
         with file_lock(apt.root / ".lock"):
             dsc = apt.download(package, version, log)
-        log(f"extracting {dsc.name} (upstream tree, Debian packaging patches skipped)")
-        proc.run(["dpkg-source", "--skip-patches", "-x", dsc, dest], cwd=dsc.parent, timeout_s=900)
-        return dest
+        trees = source_trees.trees_dir(apt.root)  # unpacked once, copied for each build
+        with file_lock(source_trees.lock_path(dsc, trees)):
+            return source_trees.copy_of(dsc, trees, dest, log)
     if spec.kind == "tarball":
         log(f"extracting {Path(spec.location).name}")
         staging = ensure_dir(dest.parent / (dest.name + ".unpack"))

@@ -19,7 +19,7 @@ from blocklab import proc
 from blocklab.errors import BuildError, UserError
 from blocklab.model import BuildRequest
 from blocklab.paths import Paths, ensure_dir
-from blocklab.postgres import build, sources, throwaway
+from blocklab.postgres import build, source_trees, sources, throwaway
 from blocklab.postgres.installation import MANIFEST_NAME, Installation
 
 pytestmark = pytest.mark.build
@@ -123,6 +123,28 @@ def test_debian_source_is_found_in_the_machines_apt_archives(paths: Paths) -> No
     assert len(spec.identity["dsc_sha256"]) == 64
     text = (sources.DebianApt(paths).etc / "sources.list").read_text()
     assert text.startswith("deb-src ") and "signed-by=" in text
+
+
+@pytest.mark.build  # unpacks PostgreSQL 18's Debian source (9 CPU s), as a build does
+def test_a_debian_source_is_unpacked_once_and_copied_for_each_build(
+    paths: Paths, tmp_path: Path
+) -> None:
+    spec = sources.resolve_debian("18", paths, lambda _m: None)
+    package, version = spec.location.split("=", 1)
+    apt = sources.DebianApt(paths)
+    with sources.file_lock(apt.root / ".lock"):
+        dsc = apt.download(package, version, lambda _m: None)
+    trees, said = tmp_path / "trees", []
+    first = source_trees.copy_of(dsc, trees, tmp_path / "a", said.append)
+    second = source_trees.copy_of(dsc, trees, tmp_path / "b", said.append)
+    assert [m.split()[0] for m in said] == ["extracting", "copying", "copying"]
+    kept = trees / dsc.stem
+    for rel in ("configure", "src/include/pg_config_manual.h", "src/backend/Makefile"):
+        assert (
+            (first / rel).read_bytes() == (second / rel).read_bytes() == (kept / rel).read_bytes()
+        )
+    (first / "configure").write_text("a build's own copy\n")
+    assert (kept / "configure").read_bytes() == (second / "configure").read_bytes()
 
 
 # --- small trees: patches and failures (fast, no compile of PostgreSQL) ---------------
