@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -527,9 +527,13 @@ def load_run_detail(db: ResultsStore, run_id: int) -> RunDetail:
 
 
 def run_detail(
-    db: ResultsStore, run_id: int, series: dict[str, list[tuple[float, float | None]]]
+    db: ResultsStore,
+    run_id: int,
+    series: dict[str, list[tuple[float, float | None]]],
+    checkpoints: Sequence[Any] | None = None,
 ) -> RunDetail:
-    """A run's series (read by the caller, in bulk) and its checkpoints."""
+    """A run's series (read by the caller, in bulk) and its checkpoints (`checkpoints`:
+    its rows, read by the caller in bulk: ResultsStore.checkpoints_of_runs)."""
     cps = [
         {
             "start_s": c["start_s"],
@@ -539,7 +543,7 @@ def run_detail(
             "incomplete": bool(c["incomplete"]),
             "bytes_written": c["bytes_written"],
         }
-        for c in db.checkpoints(run_id)
+        for c in (db.checkpoints(run_id) if checkpoints is None else checkpoints)
     ]
     return RunDetail(series=series, checkpoints=cps)
 

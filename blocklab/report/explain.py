@@ -87,7 +87,8 @@ def experiment_extras(
         r.id: list(tps[r.id]) if r.id in tps else data.throughput_series(db.series(r.id))
         for r in drawn
     }
-    cps = {r.id: data.run_detail(db, r.id, {}).checkpoints for r in drawn}
+    rows = db.checkpoints_of_runs([r.id for r in drawn])
+    cps = {r.id: data.run_detail(db, r.id, {}, rows[r.id]).checkpoints for r in drawn}
     orders, planned = round_orders(exp, labels), planned_rounds(db, exp)
     plot_data = {
         "runs": plots.runs_json(exp.runs, labels),

@@ -438,10 +438,11 @@ def _write_runs(
 ) -> Tps:
     """The pages and files of `runs`; returns their tps series for the grid."""
     tps: Tps = {}
-    stream = db.series_of_runs([r.id for r in runs])
-    for run, (_, series) in zip(runs, stream, strict=True):
+    ids = [r.id for r in runs]
+    checkpoints = db.checkpoints_of_runs(ids)
+    for run, (_, series) in zip(runs, db.series_of_runs(ids), strict=True):
         tps[run.id] = data.throughput_series(series)
-        write_run(w, results, exp, run, data.run_detail(db, run.id, series))
+        write_run(w, results, exp, run, data.run_detail(db, run.id, series, checkpoints[run.id]))
     return tps
 
 

@@ -197,6 +197,10 @@ class ResultsStore(Protocol):
         ...
 
     def checkpoints(self, run_id: int) -> Sequence[Row]: ...
+    def checkpoints_of_runs(self, run_ids: Sequence[int]) -> dict[int, list[Row]]:
+        """run id -> its checkpoints, as checkpoints(run_id) gives them, read in bulk."""
+        ...
+
     def run_queries(self, experiment: str, run_id: int | None = None) -> Sequence[Row]:
         """Every query row of the experiment's runs (or of one run), with the run's
         variant_id, round and status (schema version 4)."""

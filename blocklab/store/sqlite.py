@@ -541,6 +541,19 @@ class ResultsDB(DeviceProfiles):
             self.conn.execute("SELECT * FROM checkpoints WHERE run_id=? ORDER BY seq", (run_id,))
         )
 
+    def checkpoints_of_runs(self, run_ids: Sequence[int], chunk: int = 500) -> dict[int, list[Any]]:
+        """run id -> its checkpoints (as checkpoints() gives them), one query a chunk of
+        runs: a run page's checkpoints read one run at a time were a thirtieth of its CPU."""
+        out: dict[int, list[Any]] = {int(r): [] for r in run_ids}
+        for i in range(0, len(run_ids), chunk):
+            ids = list(run_ids[i : i + chunk])
+            marks = ",".join("?" * len(ids))
+            for row in self.conn.execute(
+                f"SELECT * FROM checkpoints WHERE run_id IN ({marks}) ORDER BY run_id, seq", ids
+            ):
+                out[int(row["run_id"])].append(row)
+        return out
+
 
 def run_values(r: RunRecord) -> tuple[Any, ...]:
     return (
