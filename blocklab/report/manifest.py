@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -89,7 +90,9 @@ class Manifest:
             "kept_experiments": dict(sorted(self.kept_experiments.items())),
             "pages": dict(sorted(self.pages.items())),
         }
-        (site / MANIFEST).write_bytes(jsontext.dumps(body) + b"\n")
+        part = site / f"{MANIFEST}.part"  # then renamed: a reader sees it whole or not
+        part.write_bytes(jsontext.dumps(body) + b"\n")
+        os.replace(part, site / MANIFEST)
 
 
 def load(site: Path) -> Manifest | None:

@@ -4,6 +4,7 @@ then updated each time a run is stored, by one process, on SYNTHETIC results."""
 from __future__ import annotations
 
 import http.client
+import json
 import re
 import signal
 import sys
@@ -15,6 +16,7 @@ from report_fixture import add_synthetic_run, differing_files, write_synthetic_r
 
 from blocklab import proc
 from blocklab.report import SiteResult, build_site, watch
+from blocklab.report.manifest import MANIFEST
 from blocklab.report.resident import Resident
 from blocklab.store import ResultsDB
 
@@ -94,6 +96,19 @@ def _wait_for(log: Path, pattern: str, p: object, n: int = 1, timeout_s: float =
     raise AssertionError(f"{pattern!r} not printed:\n{log.read_text()}")
 
 
+def _wait_for_page(out: Path, run_id: int, p: object, timeout_s: float = 60) -> Path:
+    """A run's page, once the watcher has written it and its update has ended (the
+    manifest is written last)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and p.poll() is None:  # type: ignore[attr-defined]
+        pages = list(out.glob(f"e/*/runs/{run_id}.html"))
+        listed = json.loads((out / MANIFEST).read_text())["experiments"].values()
+        if pages and any(run_id == e[0] for runs in listed for e in runs):
+            return pages[0]
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id}'s page not written")
+
+
 def _get(port: int, path: str) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
@@ -123,16 +138,20 @@ def test_cli_watch_updates_on_a_new_run_and_ctrl_c_ends_it(
         said = _wait_for(log, r"watching .* every 0\.2 s \(Ctrl-C to stop\)", p)
         assert "generated whole" in log.read_text()
         port = re.search(r"http://127\.0\.0\.1:(\d+)/", said)
-        for k in range(1, 4):  # three runs, each stored once the last update is made
+        updated = r"\d\d:\d\d:\d\d updated: wrote \d+ pages, kept \d+"
+        for _ in range(3):  # three runs, each stored once the last one's page is there
+            # (its round is stored a transaction before it: a poll between the two makes
+            # an update of its own, without the run)
             run_id = add_synthetic_run(results, NAME, seconds=10)
-            _wait_for(log, r"\d\d:\d\d:\d\d updated: wrote \d+ pages, kept \d+", p, k)
-            page = next(out.glob(f"e/*/runs/{run_id}.html"))
+            page = _wait_for_page(out, run_id, p)
             if port is not None:
                 assert _get(int(port.group(1)), f"/{page.relative_to(out)}") == 200
+        n = len(re.findall(updated, _wait_for(log, updated, p, 3)))
+        time.sleep(1.0)  # five polls
+        assert len(re.findall(updated, log.read_text())) == n  # none while nothing changed
         p.send_signal(stop)
         assert p.wait(timeout=60) == 0
         assert log.read_text().rstrip().endswith("stopped watching")
-        assert log.read_text().count("updated:") == 3  # no update while nothing changed
     finally:
         if p.poll() is None:
             proc.terminate(p.pid)
