@@ -7,9 +7,10 @@ session that makes several geometries from one package (the test suite makes six
 size experiment one a page size) unpacks it once, into the source cache beside the
 package (`<sources>/debian/trees/<package>_<version>/`, without a copy of the upstream
 tarball: --no-copy), under a lock, its completion marker written last; a tree without
-its marker is unpacked again. The copy is `cp -a`,
-a clone where the file system can (`--reflink=auto`: a build's objects are new files,
-and a patch rewrites a file whole). Nothing of a build is written into the kept tree."""
+its marker is unpacked again. The copy is `cp -a`, a clone where the file system can
+(`--reflink=auto`: a build's objects are new files, and a patch rewrites a file whole).
+Nothing of a build is written into the kept tree, which stays in the cache (156 MB for
+PostgreSQL 18) as the downloaded package does."""
 
 from __future__ import annotations
 
