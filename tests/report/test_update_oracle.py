@@ -6,7 +6,8 @@ or without what a resident watcher keeps, has the same files and bytes as one ma
 from the same store. SYNTHETIC data.
 
 A store made again gets a new experiment row and new run times, as a real one does (the
-fixture's clock is fixed): a run is named by its id, start and end (report.resident)."""
+fixture's clock is fixed: every run is moved to its store's year): a run is named by its
+id, start and end (report.resident)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class Store:
     def __init__(self, results: Path, rng: random.Random) -> None:
         self.results, self.rng, self.made = results, rng, itertools.count()
         self.design: dict[str, Any] = {}
+        self.year = ""
 
     def make_again(self, *, same_design: bool = False) -> None:
         """The results made again; `same_design`: the same experiment measured again (the
@@ -47,15 +49,22 @@ class Store:
                 "seed": rng.randint(0, 3),
             }
         write_synthetic_results(self.results, **self.design)
-        year = f"{2030 + next(self.made)}-"
+        self.year = f"{2030 + next(self.made)}-"
         with ResultsDB(self.results, create=False) as db:
-            db.conn.execute("UPDATE experiments SET created_at = ?", (f"{year}01-01T00:00:00",))
+            db.conn.execute("UPDATE experiments SET created_at = ?", (f"{self.year}01-01",))
+            db.conn.execute("UPDATE series SET value = ? * value", (rng.uniform(0.5, 2.0),))
+            db.conn.commit()
+        self.date_runs()
+
+    def date_runs(self) -> None:
+        """The fixture's runs (its clock starts in 2025) moved to this store's year: no
+        run of a store made again has the id, start and end of one before it."""
+        with ResultsDB(self.results, create=False) as db:
             db.conn.execute(
                 "UPDATE runs SET started_at = replace(started_at, '2025-', ?),"
                 " ended_at = replace(ended_at, '2025-', ?)",
-                (year, year),
+                (self.year, self.year),
             )
-            db.conn.execute("UPDATE series SET value = ? * value", (rng.uniform(0.5, 2.0),))
             db.conn.commit()
 
     def change(self, what: str) -> None:
@@ -75,6 +84,7 @@ class Store:
             add_synthetic_run(
                 self.results, NAME, seconds=seconds, seed=rng.randint(0, 99), same_round=same
             )
+        self.date_runs()
 
 
 @pytest.mark.parametrize("resident", [False, True], ids=["command", "watched"])
