@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 MAX_WORKERS = 8
+STOPS = {signal.SIGINT, signal.SIGTERM}  # a report's stop: Ctrl-C, a service manager's
 T = TypeVar("T")
 _WORK: Callable[[int, int, int], Any] | None = None
 
@@ -34,6 +35,28 @@ def _default_sigterm() -> None:
     caller's back; not proven), an idle worker outlived terminate() and the pool's exit
     waited for it until pytest's timeout."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)  # held while the pool was made
+
+
+@contextlib.contextmanager
+def _fork_pool(n: int) -> Iterator[Any]:
+    """A pool of `n` forked workers, made with Ctrl-C and SIGTERM held (blocked) until
+    its block is entered, so that a stop ends it by the block's exit (terminate). A stop
+    that comes while the pool is being made raises inside Pool(), after its threads have
+    started and before its exit is armed: nothing ends that pool. At the process's exit
+    multiprocessing ends its worker, its still running thread forks another in its place
+    (Pool._handle_workers, _maintain_pool), and that one waits on the pool's queue for
+    good, its parent gone: the likeliest cause of a `serve --watch` worker found so
+    after a CI-like test run (its stack, by py-spy, was that one's)."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        pool = multiprocessing.get_context("fork").Pool(n, _default_sigterm)
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    with pool:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a stop held comes now
+        yield pool
 
 
 def _call(args: tuple[int, int, int]) -> Any:
@@ -65,7 +88,7 @@ def started(
         return
     _WORK = work
     try:
-        with multiprocessing.get_context("fork").Pool(n, _default_sigterm) as pool:
+        with _fork_pool(n) as pool:
             pending = pool.map_async(_call, slices(n_items, n))
             yield pending.get
             _wind_down(pool, pending)
@@ -98,7 +121,7 @@ def begun(job: Callable[[bool], T], *, fork: bool = True) -> Iterator[Callable[[
 
     _WORK = forked  # before the fork, which happens as the pool is made: the child has it
     try:
-        with multiprocessing.get_context("fork").Pool(1, _default_sigterm) as pool:
+        with _fork_pool(1) as pool:
             pending = pool.apply_async(_call, ((0, 0, 1),))
             yield pending.get
             _wind_down(pool, pending)

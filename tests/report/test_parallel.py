@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -96,3 +99,58 @@ def test_leaving_the_block_lets_the_work_end_instead_of_killing_it(
     written = {p.name: p.read_text() for p in tmp_path.iterdir()}
     assert sorted(written) == ["job", "slice-0", "slice-1"]
     assert str(os.getpid()) not in written.values()  # done in the workers, to the end
+
+
+STOPPED_WHILE_MADE = """
+import os, signal, threading
+from blocklab import proc
+from blocklab.report import parallel
+parallel.workers = lambda: 2
+start = threading.Thread.start
+def stop_as_it_starts(thread):  # the stop comes as the pool's own threads start
+    start(thread)
+    if "_handle_workers" in repr(getattr(thread, "_target", None)):
+        os.kill(os.getpid(), signal.SIGTERM)
+threading.Thread.start = stop_as_it_starts
+try:
+    with proc.interruptible(), parallel.begun(lambda forked: 1) as result:
+        result()
+except KeyboardInterrupt:
+    print("stopped")
+"""
+
+
+def test_a_stop_while_a_pool_is_made_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """SIGTERM (as a service manager stops `serve --watch`) while the summaries' pool is
+    being made: the process stops and exits, and no process it forked is left after it
+    (found by a mark in their environment). Without the stop held until the pool's exit
+    is armed, the stopped process did not exit (seven runs of eight), and workers of its
+    pool were left waiting on the pool's queue."""
+    script, mark = tmp_path / "stopped.py", f"blocklab-test-{os.getpid()}-{time.time_ns()}"
+    script.write_text(STOPPED_WHILE_MADE)
+    env = {**os.environ, "BLOCKLAB_TEST_MARK": mark}
+    try:
+        done = subprocess.run(
+            [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
+        )
+    except subprocess.TimeoutExpired:  # its exit waited for the pool (killed by run)
+        done = None
+    time.sleep(1.0)  # a worker forked at its exit would be up by now
+    left = _marked(mark)
+    for pid in left:  # ended by PID whatever the outcome
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert done is not None, "the stopped process had not exited after 60 s"
+    assert done.stdout.strip() == "stopped", done.stderr[-2000:]
+    assert left == []
+
+
+def _marked(mark: str) -> list[int]:
+    """The PIDs of the processes whose environment holds BLOCKLAB_TEST_MARK=`mark`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if f"BLOCKLAB_TEST_MARK={mark}".encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+    return found
