@@ -29,6 +29,7 @@ from typing import Any
 from blocklab.analysis.rounds import RoundValues
 from blocklab.analysis.stationarity import Window
 from blocklab.analysis.stats import Comparison
+from blocklab.store.base import run_key
 
 ReductionKey = tuple[Any, ...]
 ComparisonKey = tuple[Any, ...]
@@ -49,7 +50,7 @@ def reduction_key(
 ) -> ReductionKey:
     """What a variant's reduction of `metric` is made from: its runs (stored rows) named
     by their id, start and end, in their order."""
-    named = tuple((r["id"], r["started_at"], r["ended_at"]) for r in runs)
+    named = tuple(run_key(r) for r in runs)
     return (design, variant_id, is_reference, metric, named)
 
 

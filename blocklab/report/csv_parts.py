@@ -19,7 +19,7 @@ from typing import Any
 
 from blocklab.report import manifest
 from blocklab.store import ResultsStore, export
-from blocklab.store.base import Row
+from blocklab.store.base import run_key
 
 
 def assemble(
@@ -69,7 +69,7 @@ def runs_csv(
     of_file = manifest.digest([name, host or "", columns, variants])
     runs = [r for r in db.runs(name) if host is None or r["host"] == host]
     rounds = [(n, list(g)) for n, g in groupby(runs, key=lambda r: r["round"])]
-    keys = [manifest.digest([of_file, [_run_key(r) for r in rs]]) for _, rs in rounds]
+    keys = [manifest.digest([of_file, [run_key(r) for r in rs]]) for _, rs in rounds]
 
     def make(todo: list[int]) -> list[str]:
         wanted = {rounds[i][0] for i in todo}
@@ -83,11 +83,6 @@ def runs_csv(
 
     header = export.csv_text([], export.RUN_FIELDS, columns)
     return assemble(header, keys, make, old, old_text)
-
-
-def _run_key(run: Row) -> list[Any]:
-    """A stored run as the resident report names it (report.resident): id, start, end."""
-    return [int(run["id"]), run["started_at"], run["ended_at"]]
 
 
 def _spans(old: Mapping[str, Any] | None, old_text: str | None) -> dict[str, list[int]]:

@@ -33,6 +33,7 @@ from blocklab.errors import UserError
 from blocklab.experiment_file.design import AA_CONTROL, INTERLEAVED
 from blocklab.report import shape
 from blocklab.store import RESULTS_DB_NAME, ResultsStore
+from blocklab.store.base import run_key
 from blocklab.store.factory import is_postgres, open_store
 
 CellMaker = Callable[..., "shape.CellStats | None"]  # shape.cell_stats, or one that keeps them
@@ -238,7 +239,7 @@ class RunViews:
         self.used: dict[tuple[Any, ...], RunView] = {}
 
     def view(self, db: ResultsStore, row: Any) -> RunView:
-        key = (row["id"], row["started_at"], row["ended_at"])
+        key = run_key(row)
         got = self.known.get(key)
         if got is None:
             got = _run_view(row, db.metrics(int(row["id"])))

@@ -37,6 +37,14 @@ class DictRow(dict[str, Any]):
 RunsKept = dict[str, dict[int, tuple[tuple[Any, ...], Any, dict[str, float | None]]]]
 
 
+def run_key(run: Any) -> tuple[Any, ...]:
+    """A stored run's key columns (id, started_at, ended_at), as a report names the run
+    from one update to the next: its row, metrics and series never change, and a run id
+    the store gives again (after its run was removed, or results made again in the same
+    place) comes with another start and end."""
+    return (run["id"], run["started_at"], run["ended_at"])
+
+
 @dataclass
 class RunRecord:
     """Everything one run produced. `tps` and friends are None for a failed run."""

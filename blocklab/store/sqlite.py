@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from blocklab import faults
 from blocklab.errors import UserError
-from blocklab.store.base import DictRow, Row, RunRecord, RunsKept
+from blocklab.store.base import DictRow, Row, RunRecord, RunsKept, run_key
 from blocklab.store.read_only import connect as connect_read_only
 from blocklab.store.read_only import read_uri
 from blocklab.store.sqlite_devices import DeviceProfiles
@@ -368,7 +368,7 @@ class ResultsDB(DeviceProfiles):
         else:
             runs, metrics = [], {}
         for r in runs:
-            had[r["id"]] = ((r["id"], r["started_at"], r["ended_at"]), r, metrics[int(r["id"])])
+            had[r["id"]] = (run_key(r), r, metrics[int(r["id"])])
         now = {k[0]: h for k in keys if (h := had.get(k[0])) is not None and h[0] == tuple(k)}
         kept[experiment] = now
         return [v[1] for v in now.values()], {i: v[2] for i, v in now.items()}
