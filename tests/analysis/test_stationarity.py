@@ -170,6 +170,18 @@ def test_the_noise_share_is_a_one_sided_binomial_test() -> None:
     assert not st.Drift("a", "tps", 1, 1, -10.0).finding  # one window alone: never a finding
 
 
+def test_the_noise_share_equals_scipy_stats_binomtest() -> None:
+    """The oracle: scipy.stats.binomtest's one-sided p-value (what noise_p used before it
+    was computed from scipy.special, lighter to import), over every count up to 120 runs."""
+    from scipy.stats import binomtest
+
+    for n in (*range(1, 41), 59, 60, 97, 120):
+        for k in range(n + 1):
+            want = binomtest(k, n, st.MAX_P, "greater").pvalue
+            got = st.Drift("a", "tps", k, n, -10.0).noise_p
+            assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15), (k, n, got, want)
+
+
 def test_runs_trends_batched_equals_each_series_tested_alone() -> None:
     """runs_trends computes the p-values of series on one time axis in one call: each
     Trend must be exactly what trend() gives the series alone (mixed lengths, gaps, a
