@@ -195,6 +195,13 @@ class WorkloadRequest(Frozen):
         return self
 
 
+# Settings that shape what a dataset's load stores: the values it TOASTs (compressed by
+# default_toast_compression) and the planner statistics its ANALYZE keeps (of
+# default_statistics_target). A variant's values of them are its load's too, and part of
+# its dataset's key: variants that differ in them do not share a dataset.
+LOAD_SETTINGS = frozenset({"default_toast_compression", "default_statistics_target"})
+
+
 class Variant(Frozen):
     """One point of the matrix."""
 
@@ -228,16 +235,21 @@ class Variant(Frozen):
         blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
+    def load_settings(self) -> dict[str, str]:
+        """The variant's settings its dataset's load runs with (LOAD_SETTINGS)."""
+        return {name: value for name, value in self.settings if name in LOAD_SETTINGS}
+
     def dataset_key(self, build_key: str) -> str:
-        """Datasets are shared by variants with the same build, storage, data and initdb."""
-        blob = json.dumps(
-            [
-                build_key,
-                self.storage.model_dump(mode="json"),
-                self.dataset.model_dump(mode="json"),
-                self.wal_segsize_mb,
-                self.data_checksums,
-            ],
-            sort_keys=True,
-        )
+        """Datasets are shared by variants with the same build, storage, data, initdb and
+        load settings (those only when set: the keys of datasets made before are kept)."""
+        parts: list[object] = [
+            build_key,
+            self.storage.model_dump(mode="json"),
+            self.dataset.model_dump(mode="json"),
+            self.wal_segsize_mb,
+            self.data_checksums,
+        ]
+        if load := self.load_settings():
+            parts.append(load)
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -257,6 +257,7 @@ class Lab:
             wal_segsize_mb=variant.wal_segsize_mb,
             data_checksums=variant.data_checksums,
             driver=driver,
+            settings=variant.load_settings(),
         )
         return snap, True
 

@@ -131,6 +131,7 @@ def _provenance(target: RunTarget, acc: RunState, result: WorkloadResult) -> dic
             "table_bytes": snap.table_bytes,
             "index_bytes": snap.index_bytes,
             "relations": snap.relations,
+            "settings": snap.settings,
             "init_s": snap.init_s,
             "snapshot_s": snap.snapshot_s,
             "size_bytes": snap.size_bytes,

@@ -20,7 +20,10 @@ fillfactor, when given, is set on every B-tree index and applied with REINDEX; V
 workload role (blocklab.workloads.role), which the runs connect as. Then every table's
 and index's reloptions and bytes are read from the catalogue into the snapshot's meta.
 The load's commands run as the server's unprivileged OS user
-(blocklab.workloads.execution.run_driver), never as root.
+(blocklab.workloads.execution.run_driver), never as root. The server runs the load with
+PostgreSQL's defaults, but for the variant's settings that shape what a load stores
+(model.LOAD_SETTINGS: default_toast_compression, default_statistics_target), which are
+also part of the dataset's key.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,6 +68,8 @@ class Snapshot:
     index_fillfactor: int | None = None
     # every table and index after the load: name, kind, reloptions, bytes
     relations: list[dict[str, Any]] = field(default_factory=list)
+    # the settings the load ran with (model.LOAD_SETTINGS of the variant; else defaults)
+    settings: dict[str, str] = field(default_factory=dict)
 
     @property
     def table_bytes(self) -> int:
@@ -133,9 +138,11 @@ def create(
     wal_segsize_mb: int,
     data_checksums: bool,
     driver: WorkloadDriver | None = None,
+    settings: Mapping[str, str] | None = None,
 ) -> Snapshot:
     """initdb, start, the driver's load (see the module's docstring; the dataset's driver
-    when None), stop, snapshot. The cluster's data (and WAL) directories are emptied
+    when None) with `settings` (model.Variant.load_settings; else PostgreSQL's defaults),
+    stop, snapshot. The cluster's data (and WAL) directories are emptied
     first; the server is stopped on any failure."""
     driver = driver or drivers.for_dataset(req)
     root = snapshot_root(paths, key)
@@ -143,7 +150,7 @@ def create(
     cluster.remove_data()
     t0 = time.monotonic()
     cluster.initdb(wal_segsize_mb=wal_segsize_mb, data_checksums=data_checksums)
-    cluster.write_settings({})
+    cluster.write_settings(dict(settings or {}))
     try:
         cluster.start()
         t1 = time.monotonic()
@@ -173,6 +180,7 @@ def create(
         options=dict(req.options),
         index_fillfactor=req.index_fillfactor,
         relations=relations,
+        settings=dict(settings or {}),
     )
     _write_meta(snap)
     return snap
