@@ -54,3 +54,22 @@ def test_a_resident_imports_them_and_loading_the_report_does_not() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     ).stdout.splitlines()
     assert out == ["[]", str(sorted(lazy_imports.MODULES))]
+
+
+def test_no_module_of_blocklab_imports_scipy_stats() -> None:
+    """scipy.stats takes 0.5 s to import, in every command and every forked summary: the
+    tails blocklab needs (t, F, binomial) come from scipy.special, held to scipy.stats by
+    tests in tests/analysis (test_stationarity, test_stats)."""
+    package = ANALYSIS.parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                names = [module, *(f"{module}.{a.name}" for a in node.names)]
+            if any(n == "scipy.stats" or n.startswith("scipy.stats.") for n in names):
+                found.append(f"{path.relative_to(package.parent)}:{node.lineno}")
+    assert found == []
