@@ -248,7 +248,11 @@ class Lab:
         if snap is not None:
             return snap, False
         driver = drivers.for_dataset(variant.dataset)
-        self.log(f"making dataset {key}: {driver.dataset_label(variant.dataset)} ({inst.key})")
+        load = " ".join(f"{k}={v}" for k, v in sorted(variant.load_settings().items()))
+        with_load = f", loaded with {load}" if load else ""
+        self.log(
+            f"making dataset {key}: {driver.dataset_label(variant.dataset)} ({inst.key}{with_load})"
+        )
         snap = dataset.create(
             cluster,
             variant.dataset,
