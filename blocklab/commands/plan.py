@@ -403,9 +403,10 @@ def _counts(p: Plan, console: Console, stored: int = 0) -> None:
     )
     if p.max_runs is not None:
         runs += f", up to {p.max_runs} until every CI half-width ≤ {p.experiment.until_ci_pct:g} %"
+    loads = f" (loaded with {', '.join(p.load_settings)})" if p.load_settings else ""
     console.print(
         f"[bold]{len(p.builds)}[/bold] builds ({cached} cached) · "
-        f"[bold]{p.datasets}[/bold] datasets · [bold]{runs}[/bold]"
+        f"[bold]{p.datasets}[/bold] datasets{loads} · [bold]{runs}[/bold]"
     )
     if stored:
         console.print(

@@ -67,7 +67,9 @@ class Plan:
     variants: list[Variant]
     builds: list[BuildRequest]  # distinct builds the experiment needs
     builds_to_make: list[BuildRequest]  # those not in the cache
-    datasets: int  # distinct datasets (build x storage x data x initdb options)
+    datasets: int  # distinct datasets (build x storage x data x initdb options x load settings)
+    # the variants' settings their datasets' loads run with, "name=value" (model.LOAD_SETTINGS)
+    load_settings: tuple[str, ...]
     runs: int  # variants x planned rounds
     max_runs: int | None  # with until_ci_pct: variants x max rounds
     first_round: list[str]  # labels, in the order round 1 runs them
@@ -126,6 +128,9 @@ def describe(
         builds=builds,
         builds_to_make=to_make,
         datasets=len(datasets),
+        load_settings=tuple(
+            sorted({f"{k}={x}" for v in variants for k, x in v.load_settings().items()})
+        ),
         runs=len(slots) * exp.rounds,
         max_runs=None if max_rounds is None else len(slots) * max_rounds,
         first_round=[

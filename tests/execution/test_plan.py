@@ -66,6 +66,36 @@ def test_describe_shares_builds_and_datasets_across_clients() -> None:
     assert len(p.variants) == 8 and len(p.builds) == 2 and p.datasets == 2
 
 
+TOAST = """
+[experiment]
+name = "toast"
+rounds = 2
+reference = { "settings.default_toast_compression" = "pglz", "settings.work_mem" = "4MB" }
+[matrix]
+scale = 1
+duration = 5
+[matrix.settings]
+default_toast_compression = ["pglz", "lz4"]
+work_mem = ["4MB", "64MB"]
+"""
+
+
+def test_variants_apart_in_a_load_setting_get_a_dataset_each_and_the_plan_says_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = tmp_path / "toast.toml"
+    f.write_text(TOAST)
+    p = plan.describe(spec.load(f))
+    assert len(p.variants) == 4 and p.datasets == 2  # work_mem is the runs' alone
+    assert p.load_settings == ("default_toast_compression=lz4", "default_toast_compression=pglz")
+    monkeypatch.setenv("BLOCKLAB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("BLOCKLAB_HOME", str(tmp_path / "home"))
+    assert main(["plan", str(f)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    loaded = "(loaded with default_toast_compression=lz4, default_toast_compression=pglz)"
+    assert f"2 datasets {loaded}" in out
+
+
 def test_adaptive_plan_reports_the_worst_case(tmp_path: Path) -> None:
     f = tmp_path / "x.toml"
     f.write_text(
