@@ -7,7 +7,9 @@ Writes a temporary results database (tests/report_fixture.py, 40 variants of 60-
 series), makes each run page's value as the report does (its series read, its detail, its
 JSON value), then packs them all in turn with each encoder, in alternating order, a round
 at a time, and prints the CPU milliseconds a page of each (median over rounds) and the
-ratio site/standard library per round (median, min, max). Removes it all.
+ratio site/standard library per round (median, min, max). Then the same for gzip's level:
+the site's (pagedata.PACK_LEVEL) against level 9, with the bytes of a packed page of
+each. Removes it all.
 """
 
 from __future__ import annotations
@@ -29,13 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_report import MATRIX  # noqa: E402  (40 variants)
 from report_fixture import write_synthetic_results  # noqa: E402
 
-from blocklab.report import data, pagedata  # noqa: E402
+from blocklab.report import data, jsontext, pagedata  # noqa: E402
 
 
 def stdlib_pack(value: Any) -> str:
-    """pack as it was with the standard library's encoder (the same gzip and base64)."""
+    """pack with the standard library's encoder (the same gzip level and base64)."""
     text = json.dumps(value, separators=(",", ":"), default=str)
-    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode()
+    packed = gzip.compress(text.encode(), compresslevel=pagedata.PACK_LEVEL, mtime=0)
+    return base64.b64encode(packed).decode()
 
 
 def page_values(results: Path) -> list[Any]:
@@ -61,6 +64,12 @@ def _unpack(packed: str) -> Any:
     return json.loads(gzip.decompress(base64.b64decode(packed)))
 
 
+def level_9_pack(value: Any) -> str:
+    """pack as it was before PACK_LEVEL: the site's encoder, gzip's level 9."""
+    packed = gzip.compress(jsontext.dumps(value), compresslevel=9, mtime=0)
+    return base64.b64encode(packed).decode()
+
+
 def cpu_ms_per_page(pack: Callable[[Any], str], values: list[Any]) -> float:
     started = time.process_time()
     for v in values:
@@ -79,19 +88,39 @@ def main() -> None:
         write_synthetic_results(results, rounds=rounds, seconds=60, name="bench", **MATRIX)
         values = page_values(results)
     same = sum(_unpack(pagedata.pack(v)) == _unpack(stdlib_pack(v)) for v in values)  # warm-up
-    site: list[float] = []
-    stdlib: list[float] = []
-    for i in range(args.rounds):
-        order = [(pagedata.pack, site), (stdlib_pack, stdlib)]
-        for pack, got in order if i % 2 == 0 else reversed(order):
-            got.append(cpu_ms_per_page(pack, values))
-    ratios = [a / b for a, b in zip(site, stdlib, strict=True)]
     print(f"run pages: {len(values)}, {args.rounds} rounds, alternating order")
     print(f"pages whose data unpacks to the same value from both: {same} of {len(values)}")
+    site, stdlib = paired(pagedata.pack, stdlib_pack, values, args.rounds)
     print(f"site's encoder (orjson):   {statistics.median(site):.3f} ms of CPU a page")
     print(f"standard library's:        {statistics.median(stdlib):.3f} ms of CPU a page")
+    print_ratio("site/standard library", site, stdlib)
+    level, nine = paired(pagedata.pack, level_9_pack, values, args.rounds)
+    size = statistics.mean(len(pagedata.pack(v)) for v in values)
+    size_9 = statistics.mean(len(level_9_pack(v)) for v in values)
     print(
-        f"ratio site/standard library: median {statistics.median(ratios):.3f}"
+        f"gzip level {pagedata.PACK_LEVEL}: {statistics.median(level):.3f} ms, {size:,.0f} bytes a "
+        f"page; level 9: {statistics.median(nine):.3f} ms, {size_9:,.0f} bytes"
+    )
+    print_ratio(f"level {pagedata.PACK_LEVEL}/level 9", level, nine)
+
+
+def paired(
+    a: Callable[[Any], str], b: Callable[[Any], str], values: list[Any], rounds: int
+) -> tuple[list[float], list[float]]:
+    """CPU ms a page of `a` and of `b`, `rounds` times each, in alternating order."""
+    got_a: list[float] = []
+    got_b: list[float] = []
+    for i in range(rounds):
+        order = [(a, got_a), (b, got_b)]
+        for pack, got in order if i % 2 == 0 else reversed(order):
+            got.append(cpu_ms_per_page(pack, values))
+    return got_a, got_b
+
+
+def print_ratio(what: str, a: list[float], b: list[float]) -> None:
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    print(
+        f"ratio {what}: median {statistics.median(ratios):.3f}"
         f" (min {min(ratios):.3f}, max {max(ratios):.3f})"
     )
 

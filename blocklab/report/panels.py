@@ -11,6 +11,7 @@ zero in every second is not drawn: its panel names it on one line, "zero through
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -116,6 +117,7 @@ class Placed:
     order: tuple[int, str]
 
 
+@functools.cache  # a few dozen names, asked for again by every run page
 def place(key: str) -> Placed:
     """Where series `key` is drawn and under which label."""
     if key in SERIES:

@@ -21,6 +21,7 @@ def copy_raw(results: Path, raw_dir: str, dest: Path, href_base: str) -> list[di
     if src is None:
         return []
     out = []
+    made = False  # the run's directory in the site, made before its first link
     for rel, path, size in _regular_files(str(src)):
         entry = {"name": rel, "href": f"{href_base}/{rel}", "size": size, "note": ""}
         if size > MAX_RAW_FILE_BYTES:
@@ -29,6 +30,9 @@ def copy_raw(results: Path, raw_dir: str, dest: Path, href_base: str) -> list[di
                 note="too large to copy into the site; links the original",
             )
         else:
+            if not made:
+                os.makedirs(dest, exist_ok=True)
+                made = True
             _link_or_copy(path, os.path.join(dest, rel))
         out.append(entry)
     return out
