@@ -5,8 +5,9 @@ Three parts, each a function of the ExperimentSummary that returns lines:
   within ±X %, undecided with what would decide it; blocklab.analysis.stats);
 - `key_side_lines`: latency, WAL bytes and full-page images per transaction, the side
   metrics that explain a speed difference between page sizes;
-- `check_lines`: the design's self-checks (A/A, carry-over, stationarity, disturbed
-  runs). A new check adds its lines here, one short line each.
+- `check_lines`: the design's self-checks (A/A, carry-over, stationarity, a variant's
+  runs on more than one build or dataset, disturbed runs). A new check adds its lines
+  here, one short line each.
 Everything else (the table, every side metric, notes) follows it as the detail.
 """
 
@@ -63,9 +64,20 @@ def verdict_lines(s: ExperimentSummary, *, name_reference: bool = True) -> list[
             out.append(f"{v.label}{against}: no successful run")
             continue
         out.append(f"{v.label}{against}: {verdict_sentence(v.comparison, s.info)}")
+        out += [f"  {line}" for line in mixed_lines(s, v)]
         if s.layout is not None and v.comparison.scale == stats.RATIO:
             out.append(f"  {layout_line(v.comparison, s.layout)}")
     return out
+
+
+def mixed_lines(s: ExperimentSummary, v: VariantSummary) -> list[str]:
+    """'! not one comparison: bs=4k's runs came from 2 builds (checks)' when the variant
+    or its reference pooled runs of more than one build or dataset (mixed_inputs)."""
+    return [
+        f"! not one comparison: {m.label}'s runs came from {len(m.runs)} {m.what} (checks)"
+        for m in s.mixed
+        if m.variant_id in (v.variant_id, v.reference_id)
+    ]
 
 
 def layout_line(c: stats.Comparison, spread: layout.LayoutSpread) -> str:
@@ -158,6 +170,7 @@ def check_lines(s: ExperimentSummary) -> list[str]:
         [layout.Armed(v.label, v.dims, v.reference_label, v.is_reference, {}) for v in s.variants]
     ):
         lines.append(layout.UNCONTROLLED)
+    lines += [m.line() for m in s.mixed]  # more than one build or dataset (mixed_inputs)
     lines += s.disturbance  # other processes' use of the CPUs (blocklab.analysis.disturbance)
     lines += failed_lines(s.variants)
     return lines

@@ -8,7 +8,7 @@ A value that differs between variants (a dimension) is listed once per value, "/
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from blocklab.store import Row
@@ -16,16 +16,31 @@ from blocklab.store import Row
 GIB = 1024**3
 
 
-def setting_line(exp: Row, variants: Sequence[Row], runs: Sequence[Row], host: str = "") -> str:
+def setting_line(
+    exp: Row,
+    variants: Sequence[Row],
+    runs: Sequence[Row],
+    host: str = "",
+    provenances: Sequence[Mapping[str, Any]] | None = None,
+) -> str:
     """'host vm (AMD EPYC, 2 CPUs, 23.5 GiB) · PostgreSQL 18.6 · pgbench simple-update,
-    scale 1, 2 clients'; a part with nothing stored is left out."""
+    scale 1, 2 clients'; a part with nothing stored is left out. `provenances`: the
+    successful runs' provenance, parsed (ok_provenances), else parsed here."""
     workloads = [_json(v["variant_json"]) for v in variants]
+    if provenances is None:
+        provenances = [prov for _, prov in ok_provenances(runs)]
     parts = [
         _host(host, _json(exp["host_json"])),
-        _joined("PostgreSQL ", _versions(runs, workloads)),
+        _joined("PostgreSQL ", _versions(provenances, workloads)),
         _workload(workloads),
     ]
     return " · ".join(p for p in parts if p)
+
+
+def ok_provenances(runs: Sequence[Row]) -> list[tuple[str, dict[str, Any]]]:
+    """(variant id, provenance) of each successful run, its JSON parsed once for the
+    setting line and the mixed inputs' check (blocklab.analysis.mixed_inputs)."""
+    return [(r["variant_id"], _json(r["provenance_json"])) for r in runs if r["status"] == "ok"]
 
 
 def _json(text: str | None) -> dict[str, Any]:
@@ -48,13 +63,12 @@ def _host(fleet_host: str, facts: dict[str, Any]) -> str:
     return f"host {name or '?'}" + (f" ({', '.join(what)})" if what else "")
 
 
-def _versions(runs: Sequence[Row], variants: Sequence[dict[str, Any]]) -> list[str]:
-    """The servers' own versions (provenance), else the major versions asked for."""
-    found = [
-        str(v)
-        for r in runs
-        if r["status"] == "ok" and (v := _json(r["provenance_json"]).get("version"))
-    ]
+def _versions(
+    provenances: Sequence[Mapping[str, Any]], variants: Sequence[dict[str, Any]]
+) -> list[str]:
+    """The servers' own versions (the successful runs' provenance), else the major
+    versions asked for."""
+    found = [str(v) for prov in provenances if (v := prov.get("version"))]
     return found or [str(pg) for v in variants if (pg := v.get("build", {}).get("pg"))]
 
 

@@ -20,7 +20,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blocklab.analysis import carryover, disturbance, kept_trends, precision, stationarity, stats
+from blocklab.analysis import (
+    carryover,
+    disturbance,
+    kept_trends,
+    mixed_inputs,
+    precision,
+    stationarity,
+    stats,
+)
 from blocklab.analysis import interleaved_checks as checks
 from blocklab.analysis import layout as layout_stats
 from blocklab.analysis.aa import aa_comparison
@@ -36,7 +44,7 @@ from blocklab.analysis.metrics import (
     verdict_text,
 )
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
-from blocklab.analysis.setting import setting_line
+from blocklab.analysis.setting import ok_provenances, setting_line
 from blocklab.analysis.summary_memo import SummaryMemo, reduction_key
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as designs
@@ -90,6 +98,8 @@ class ExperimentSummary:
     # [design] layout_control: the spread of the reference's layout variants, and their labels
     layout: layout_stats.LayoutSpread | None = None
     layout_arms: list[str] = field(default_factory=list)
+    # the variants whose runs came from more than one build or dataset (mixed_inputs)
+    mixed: list[mixed_inputs.Mixed] = field(default_factory=list)
 
     def log_ratios(self) -> list[list[float]]:
         """Per comparison, the per-round log ratios other / reference (the samples the
@@ -236,9 +246,9 @@ def summarize_experiment(
         name, metric, info, ref_id, exp["state"], exp["end_reason"], rounds_done, design=design
     )
     result.equivalence_pct, result.checkpoint = equivalence_of(exp), checkpoint_of(exp)
-    if checks:
-        result.setting = setting_line(exp, variants, all_runs, host or "")
     labels = {v["variant_id"]: v["label"] for v in variants}
+    if checks:
+        _what_ran(result, exp, variants, all_runs, host or "", labels)
     runs_of = _runs_by_variant(labels, all_runs)
     refs = {v["reference_id"] or ref_id for v in variants} - {None}
     reduced, slots = _reduced(db, design, runs_of, refs, metric, memo)
@@ -266,6 +276,21 @@ def summarize_experiment(
     if side and metric == "tps":
         _add_side(db, result, exp, runs_of, labels, host, fresh_trends, memo)
     return result
+
+
+def _what_ran(
+    result: ExperimentSummary,
+    exp: Row,
+    variants: Sequence[Row],
+    runs: Sequence[Row],
+    host: str,
+    labels: dict[str, str],
+) -> None:
+    """The setting line, and the variants whose runs came from more than one build or
+    dataset (mixed_inputs), from the runs' provenance parsed once."""
+    provenances = ok_provenances(runs)
+    result.setting = setting_line(exp, variants, runs, host, [prov for _, prov in provenances])
+    result.mixed = mixed_inputs.find(labels, provenances)
 
 
 def _add_side(

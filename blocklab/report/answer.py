@@ -76,21 +76,23 @@ def compared(s: ExperimentSummary) -> list[VariantSummary]:
 
 def verdicts(s: ExperimentSummary) -> list[dict[str, Any]]:
     """One item per comparison: who against whom, the verdict's word and the CLI's
-    sentence (first_screen.verdict_sentence), and the layout control's line if any."""
+    sentence (first_screen.verdict_sentence), the layout control's line if any, and
+    whether the variant or its reference pooled more than one build or dataset."""
     out = []
     for v in compared(s):
         c = v.comparison
         item = {"label": v.label, "reference": v.reference_label, "word": v.verdict}
         if c is None or v.summary is None:
-            out.append(item | {"css": "v-none", "text": "no successful run", "layout": ""})
+            none = {"css": "v-none", "text": "no successful run", "layout": "", "mixed": ""}
+            out.append(item | none)
             continue
         layout = ""
         if s.layout is not None and c.scale == stats.RATIO:
             layout = first_screen.layout_line(c, s.layout)
         text = first_screen.verdict_sentence(c, s.info)
-        out.append(
-            item | {"css": VERDICT_CSS.get(c.verdict, "v-none"), "text": text, "layout": layout}
-        )
+        mixed = " ".join(line.removeprefix("! ") for line in first_screen.mixed_lines(s, v))
+        css = VERDICT_CSS.get(c.verdict, "v-none")
+        out.append(item | {"css": css, "text": text, "layout": layout, "mixed": mixed})
     return out
 
 

@@ -20,7 +20,7 @@ def _variant(clients: int, pg: str = "18", scale: int = 10, **workload: Any) -> 
 
 def _run(version: str | None, status: str = "ok") -> dict[str, Any]:
     prov = {"version": version} if version else {}
-    return {"status": status, "provenance_json": json.dumps(prov)}
+    return {"variant_id": "v", "status": status, "provenance_json": json.dumps(prov)}
 
 
 def test_the_line_names_host_server_workload_scale_and_clients() -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from blocklab import proc
 from blocklab.errors import BuildError, UserError
-from blocklab.model import BuildRequest
+from blocklab.model import BuildRequest, Variant
 from blocklab.paths import Paths, ensure_dir
 from blocklab.postgres import build, source_trees, sources, throwaway
 from blocklab.postgres.installation import MANIFEST_NAME, Installation
@@ -114,6 +114,19 @@ def test_patch_and_geometry_change_the_key(paths: Paths, tmp_path: Path) -> None
     conf = build.build_key(REQ_4K.model_copy(update={"configure_args": ("--with-lz4",)}), paths)
     keys = [plain, with_p1, with_p2, both, swapped, wal4, seg2, conf]
     assert len(set(keys)) == len(keys), keys
+
+
+def test_an_edited_patch_is_another_build_of_the_same_variant(paths: Paths, tmp_path: Path) -> None:
+    """Why the summary checks a variant's builds (analysis/mixed_inputs.py): a patch
+    edited in place between two sessions of one experiment keeps the variant (its path)
+    and changes the build (its contents)."""
+    patch = tmp_path / "a.patch"
+    patch.write_text("--- a/README\n+++ b/README\n@@ -1 +1 @@\n-x\n+y\n")
+    variant = Variant(build=REQ_4K.model_copy(update={"patches": (str(patch),)}))
+    first = build.build_key(variant.build, paths)
+    patch.write_text("--- a/README\n+++ b/README\n@@ -1 +1 @@\n-x\n+z\n")
+    assert Variant(build=variant.build).variant_id == variant.variant_id
+    assert build.build_key(variant.build, paths) != first
 
 
 def test_debian_source_is_found_in_the_machines_apt_archives(paths: Paths) -> None:
