@@ -123,6 +123,7 @@ def _execute(
     from blocklab.execution.lab import Lab
     from blocklab.execution.progress import BarProgress, QuietProgress
     from blocklab.host import host_facts
+    from blocklab.postgres.build import build_key
     from blocklab.state import State
     from blocklab.storage.cleanup import release_report
     from blocklab.store import results_space
@@ -153,8 +154,9 @@ def _execute(
                 variants=variants,
                 controls=controls,
             ) as lab:
-                _prepare(lab, variants, err)
                 loop = Loop(exp, variants, db=db, lab=lab, progress=progress)
+                loop.check_builds(rule, lambda v: build_key(v.build, paths))
+                _prepare(lab, variants, err)
                 return loop.run(rule), list(lab.datasets.values())
     except KeyboardInterrupt:
         db.set_experiment_state(

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from blocklab import faults
-from blocklab.analysis import kept_trends, precision, stopping
+from blocklab.analysis import kept_trends, precision, setting, stopping
 from blocklab.analysis.summary import ExperimentSummary, summarize_experiment
+from blocklab.errors import UserError
 from blocklab.execution import orders
 from blocklab.execution.run_record import failed_without_running
 from blocklab.execution.run_state import RunLabel
@@ -176,6 +177,46 @@ class Loop:
 
     def runs_per_round(self) -> int:
         return orders.runs_per_round(self.design, len(self.variants), len(self.references()))
+
+    def check_builds(self, rule: StoppingRule, build_key: Callable[[Variant], str]) -> None:
+        """UserError (exit 2) before anything is built or run, when `rule` leaves runs to
+        do and a variant's stored successful runs were measured on another build than
+        `build_key` (blocklab.postgres.build.build_key) says this session makes: a patch
+        edited in place, a newer source package, another compiler or CFLAGS. Resuming
+        would pool two servers in one variant (blocklab.analysis.mixed_inputs)."""
+        if not self._runs_left(rule):
+            return
+        stored = setting.ok_provenances(
+            [r for r in self.db.runs(self.exp.name) if r["host"] == self.host]
+        )
+        found: dict[str, set[str]] = {}
+        for variant_id, prov in stored:
+            if prov.get("build_key"):
+                found.setdefault(variant_id, set()).add(str(prov["build_key"]))
+        lines = []
+        for v in self.variants.values():
+            now = build_key(v) if v.variant_id in found else ""
+            if other := sorted(found.get(v.variant_id, set()) - {now}):
+                lines.append(f"{v.label}: stored runs on {', '.join(other)}; now {now}")
+        if lines:
+            raise UserError(
+                f"experiment '{self.exp.name}' was measured on other builds than this "
+                f"session would make (a patch's contents, the source package, the compiler "
+                f"or its environment changed); resuming would pool two servers in one "
+                f"variant:\n  " + "\n  ".join(lines) + "\nRun it under a new name "
+                "([experiment] name) or into another --results."
+            )
+
+    def _runs_left(self, rule: StoppingRule) -> bool:
+        """Whether `rule` leaves a run to do (adaptive rounds: always)."""
+        if rule.until_ci_pct is not None:
+            return True
+        done = self.db.run_keys(self.exp.name, self.host)
+        return any(
+            (s.variant_id, r, s.copy) not in done
+            for r in range(1, rule.rounds + 1)
+            for s in self.slots(r)
+        )
 
     def run(self, rule: StoppingRule) -> Outcome:
         done = self.db.run_keys(self.exp.name, self.host)

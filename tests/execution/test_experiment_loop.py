@@ -16,8 +16,10 @@ from helpers import Silent
 from blocklab import experiment_file as spec
 from blocklab.analysis import kept_trends, stationarity
 from blocklab.analysis.summary import summarize_experiment
+from blocklab.errors import UserError
 from blocklab.execution import orders
 from blocklab.execution.experiment import Loop, StoppingRule, register
+from blocklab.model import Variant
 from blocklab.store import ResultsDB, RunRecord
 from blocklab.workloads import pgbench
 
@@ -37,12 +39,15 @@ def _experiment(rounds: int = 3) -> spec.Experiment:
 class ReplayLab:
     """Replays recorded real pgbench output; `fail_calls` replays the aborted run."""
 
-    def __init__(self, fail_calls: frozenset[int] = frozenset(), *, series: bool = False):
+    def __init__(
+        self, fail_calls: frozenset[int] = frozenset(), *, series: bool = False, build: str = ""
+    ):
         stderr = (DATA / "pg15-simple-update-prepared.stderr").read_text()
         self.tps = itertools.cycle([p.tps for p in pgbench.parse_progress(stderr)])
         self.aborted = pgbench.parse_report((DATA / "pg15-aborted.stdout").read_text())
         self.fail_calls = fail_calls
         self.series = series  # each ok run with a 20-second tps series of replayed values
+        self.build = build  # the build key each ok run's provenance names ("": none)
         self.calls: list[tuple[str, int]] = []
 
     def run(self, variant, *, experiment, round_no, position, raw_dir):  # type: ignore[no-untyped-def]
@@ -67,6 +72,8 @@ class ReplayLab:
         rec = RunRecord(status="ok", tps=next(self.tps), latency_avg_ms=0.7, exit_code=0, **common)
         if self.series:
             rec.series = {"tps": [(float(t), next(self.tps)) for t in range(1, 21)]}
+        if self.build:
+            rec.provenance = {"build_key": self.build}
         return rec
 
 
@@ -268,3 +275,38 @@ def test_grouped_aa_control_runs_and_pairs_every_groups_reference(db: ResultsDB)
     s = summarize_experiment(db, "loop")
     assert s.aa is not None and s.aa.n_pairs == 2
     assert set(s.aa_label.split(", ")) == {exp.variant(r).label for r in refs}
+
+
+def test_a_resume_on_another_build_is_refused_before_anything_runs(db: ResultsDB) -> None:
+    """A patch edited in place between two sessions: the stored runs name build K1, this
+    session would make K2. Refused (exit 2) while runs are left to do, naming each variant
+    and both builds; the same build, or nothing left to run, goes on."""
+    exp = _experiment(rounds=2)
+    variants = register(db, exp, {})
+    Loop(exp, variants, db=db, lab=ReplayLab(build="K1"), progress=Silent()).run(
+        StoppingRule(rounds=2)
+    )
+    lab = ReplayLab(build="K2")
+    loop = Loop(exp, variants, db=db, lab=lab, progress=Silent())
+    with pytest.raises(UserError) as e:
+        loop.check_builds(StoppingRule(rounds=3), lambda v: "K2")
+    assert e.value.exit_code == 2 and lab.calls == []
+    for v in variants:
+        assert f"{v.label}: stored runs on K1; now K2" in str(e.value)
+    assert "([experiment] name)" in str(e.value)
+    with pytest.raises(UserError):  # adaptive rounds may always run more
+        loop.check_builds(StoppingRule(rounds=2, until_ci_pct=2.0), lambda v: "K2")
+    loop.check_builds(StoppingRule(rounds=2), lambda v: "K2")  # nothing left: its summary
+    loop.check_builds(StoppingRule(rounds=3), lambda v: "K1")  # the same build: resumed
+    assert loop.run(StoppingRule(rounds=3)).runs_done == 3
+
+
+def test_a_first_session_asks_for_no_build_key(db: ResultsDB) -> None:
+    exp = _experiment(rounds=1)
+    variants = register(db, exp, {})
+    loop = Loop(exp, variants, db=db, lab=ReplayLab(), progress=Silent())
+
+    def never(v: Variant) -> str:
+        raise AssertionError("no stored run: no build key needed")
+
+    loop.check_builds(StoppingRule(rounds=1), never)

@@ -140,6 +140,20 @@ def test_sigkill_mid_run_then_resume_ends_with_the_planned_runs(
         _blocklab("summary", "--results", str(results)), capture_output=True, text=True
     )
     assert summary.returncode == 0 and "bs=4k" in summary.stdout, summary.stdout
+    # one more round with another compiler flag: another build of the same variants,
+    # refused before anything is built or run (analysis/mixed_inputs.py says why)
+    builds = sorted(p.name for p in paths.builds.iterdir())
+    other = subprocess.run(
+        _blocklab("run", str(experiment_file), "--results", str(results), "--rounds", "3"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COPT": "-O1"},
+    )
+    assert other.returncode == 2, other.stdout + other.stderr
+    assert "resuming would pool two servers in one variant" in other.stderr
+    assert other.stderr.count("stored runs on pg18") == 2  # bs=4k and bs=8k
+    assert _runs(results) == after and sorted(p.name for p in paths.builds.iterdir()) == builds
 
 
 def test_ctrl_c_stops_after_releasing_what_was_started(
