@@ -1,12 +1,15 @@
 """Report generation at scale: 1,000 runs with 60-second series (SYNTHETIC data).
 
     .venv/bin/python bench/bench_report.py [--runs 1000] [--experiments 1] [--seconds 60]
-        [--incremental [--updates N]] [--profile] [--unjudged]
+        [--incremental [--updates N]] [--profile] [--unjudged] [--details real|synthetic]
 
 Writes a temporary results database through ResultsDB (tests/report_fixture.py, made-up
 numbers), each run's stationarity trends kept as the experiment loop keeps them when it
 stores a run (with --unjudged, none: the report judges every run, as for a store filled
-before the loop kept them, or copied from one), generates the site and prints the time
+before the loop kept them, or copied from one), each run's provenance and settings a real
+run's (recorded: tests/data/report/real_run_details.json, 12 kB and 399 settings; with
+`--details synthetic`, a few dozen bytes, as before 2026-11-30), generates the site and
+prints the time
 and the page weight. With --incremental, then records one more run and updates the site
 (only the pages that changed), and checks the update against a full rebuild. Removes it
 all. Last, each figure against its goal (issue 33, for a fleet of 10,000 runs: `--runs
@@ -76,7 +79,14 @@ def main() -> None:
     ap.add_argument(
         "--updates", type=int, default=1, help="updates of each kind measured (their median)"
     )
+    ap.add_argument(
+        "--details",
+        choices=("real", "synthetic"),
+        default="real",
+        help="each run's provenance and settings: a real run's, or a few synthetic bytes",
+    )
     args = ap.parse_args()
+    real = args.details == "real"
     variants = 5 * 4 * 2
     rounds = max(1, args.runs // variants // args.experiments)
     tmp = Path(tempfile.mkdtemp(prefix="blocklab-bench-report-"))
@@ -90,6 +100,7 @@ def main() -> None:
                 name=f"bench-{n}",
                 seed=n,
                 keep_trends=not args.unjudged,
+                real_details=real,
                 **MATRIX,
             )
         t1, c1, w1 = time.monotonic(), time.process_time(), _children_cpu_s()
@@ -97,7 +108,7 @@ def main() -> None:
         t2, c2, w2 = time.monotonic(), time.process_time(), _children_cpu_s()
         print(
             f"runs: {r.runs} ({args.experiments} experiment(s) x {variants} variants x "
-            f"{rounds} rounds), {args.seconds} s series"
+            f"{rounds} rounds), {args.seconds} s series, {args.details} provenance and settings"
         )
         print(f"writing the synthetic results DB: {t1 - t0:.1f} s")
         print(
@@ -118,6 +129,7 @@ def main() -> None:
                     profile=args.profile,
                     judged=not args.unjudged,
                     updates=args.updates,
+                    real=real,
                 )
             )
         print_goals(figures, r.runs)
@@ -161,7 +173,13 @@ def print_goals(figures: dict[str, float], runs: int) -> None:
 
 
 def incremental(
-    tmp: Path, seconds: int, *, profile: bool = False, judged: bool = True, updates: int = 1
+    tmp: Path,
+    seconds: int,
+    *,
+    profile: bool = False,
+    judged: bool = True,
+    updates: int = 1,
+    real: bool = True,
 ) -> dict[str, float]:
     """`updates` times, alternately: one more run, then the update in this process
     (cProfiled the first time with `profile`); one more, updated by `blocklab report` in a
@@ -171,7 +189,9 @@ def incremental(
     env = _installed_env()
     start_up = _start_up_s(env)
     for k in range(updates):
-        run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
+        run_id = add_synthetic_run(
+            tmp / "results", "bench-0", seconds=seconds, keep_trends=judged, real_details=real
+        )
         t0, c0 = time.monotonic(), time.process_time()
         r = _build(tmp, profile_lines=40 if profile and k == 0 else 0)
         t1, c1 = time.monotonic(), time.process_time()
@@ -180,7 +200,9 @@ def incremental(
             f"one more run (#{run_id}): update {t1 - t0:.2f} s ({c1 - c0:.2f} s CPU, load "
             f"{os.getloadavg()[0]:.2f}), {r.written} pages written, {r.kept} kept"
         )
-        run_id = add_synthetic_run(tmp / "results", "bench-0", seconds=seconds, keep_trends=judged)
+        run_id = add_synthetic_run(
+            tmp / "results", "bench-0", seconds=seconds, keep_trends=judged, real_details=real
+        )
         cpu0 = _children_cpu_s()
         t2 = time.monotonic()
         subprocess.run(
@@ -194,7 +216,7 @@ def incremental(
             f"({_children_cpu_s() - cpu0:.2f} s CPU; of which start-up, as `blocklab report "
             f"--help` takes, {start_up:.2f} s)"
         )
-    watched = _watched(tmp, seconds, judged=judged, updates=updates, env=env)
+    watched = _watched(tmp, seconds, judged=judged, updates=updates, env=env, real=real)
     if updates > 1:
         print(
             f"medians of {updates}: update {statistics.median(here):.2f} s, as a command "
@@ -214,7 +236,7 @@ def incremental(
 
 
 def _watched(
-    tmp: Path, seconds: int, *, judged: bool, updates: int, env: dict[str, str]
+    tmp: Path, seconds: int, *, judged: bool, updates: int, env: dict[str, str], real: bool
 ) -> list[float]:
     """`updates` times: one more run, and the seconds from its commit until a resident
     `blocklab report --watch --every 0.2` has printed its update."""
@@ -227,7 +249,7 @@ def _watched(
         for _ in range(updates):
             seen = log.read_text().count("updated:")
             run_id = add_synthetic_run(
-                tmp / "results", "bench-0", seconds=seconds, keep_trends=judged
+                tmp / "results", "bench-0", seconds=seconds, keep_trends=judged, real_details=real
             )
             t0 = time.monotonic()
             _until(log, p, "updated:", seen + 1)

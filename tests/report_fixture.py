@@ -10,6 +10,7 @@ this data cannot be mistaken for a measurement.
 from __future__ import annotations
 
 import filecmp
+import functools
 import itertools
 import json
 import math
@@ -23,6 +24,8 @@ from blocklab.analysis import kept_trends
 from blocklab.store import ResultsDB, RunRecord
 
 SYNTHETIC = "SYNTHETIC test data (made up, not measured)"
+# one real run's provenance and settings, as `blocklab run` stored them (real_details)
+REAL_DETAILS = Path(__file__).parent / "data" / "report" / "real_run_details.json"
 SERIES_NAMES = (
     "tps",
     "latency_ms",
@@ -162,6 +165,7 @@ def write_synthetic_results(
     raw_files: bool = True,
     fpi_storm: str = "",
     keep_trends: bool = False,
+    real_details: bool = False,
 ) -> Path:
     """Write one SYNTHETIC experiment into `results` (created if missing); returns results.
 
@@ -171,7 +175,10 @@ def write_synthetic_results(
     variant's decays 5 % a second from 2,000/s (a post-checkpoint image storm), the
     others' stay flat around 40/s. With `keep_trends`, each ok run's stationarity trends
     are judged and kept as the experiment loop keeps them when it stores a run
-    (kept_trends.judge_new); without, the first summary judges them.
+    (kept_trends.judge_new); without, the first summary judges them. With `real_details`,
+    each run's provenance and settings are a real run's (REAL_DETAILS: 12 kB and 399
+    settings, where the synthetic ones are a few dozen bytes), so that a run page weighs
+    what a real one does.
     """
     rng = random.Random(seed)
     variants = _variants(block_sizes_kb, fs_kinds, fs_block_sizes, wal_block_sizes_kb)
@@ -198,6 +205,8 @@ def write_synthetic_results(
                 v = next(x for x in variants if x[0] == vid)
                 failed = failed_run and vid == variants[1][0] and rnd == rounds
                 rec = _record(rng, name, v, rnd, pos, clock, seconds, drift, failed)
+                if real_details:
+                    _real_details(rec, v, rng)
                 if fpi_storm and rec.series:
                     rec.series["wal_fpi_per_s"] = _fpi(rng, seconds, storm=vid == fpi_storm)
                 if raw_files:
@@ -255,6 +264,49 @@ def _record(
     return rec
 
 
+@functools.cache
+def _real() -> dict[str, Any]:
+    return dict(json.loads(REAL_DETAILS.read_text()))
+
+
+# what differs between two real runs of one variant: the provenance's timings, counters
+# and reports, and the server's port and socket directory (the rest is the build's, the
+# dataset's and the controls': the same for every run of a variant)
+PER_RUN_PROVENANCE = ("phases_s", "probe_facts", "restore", "pgbench_report", "transaction_log")
+PER_RUN_SETTINGS = ("port", "unix_socket_directories")
+
+
+def _real_details(
+    rec: RunRecord, v: tuple[str, str, str, dict[str, Any]], rng: random.Random
+) -> None:
+    """A real run's provenance and settings (REAL_DETAILS) in place of the synthetic ones:
+    the variant's build key and page size, the SYNTHETIC marks, and what differs between
+    real runs (PER_RUN_PROVENANCE's numbers, PER_RUN_SETTINGS) drawn for this run."""
+    real = _real()
+    bs = json.loads(v[2])["build"]["block_size_kb"]
+    prov = real["provenance"] | {k: rec.provenance[k] for k in ("synthetic", "note")}
+    prov |= {k: _vary(prov[k], rng) for k in PER_RUN_PROVENANCE if k in prov}
+    rec.provenance = prov | {"build_key": f"pg18-{bs}k"}
+    port = str(rng.randrange(20000, 60000))
+    rec.settings = real["settings"] | {
+        "block_size": {"setting": str(bs * 1024), "unit": None},
+        "port": {"setting": port, "unit": None},
+        "unix_socket_directories": {"setting": f"/var/tmp/synthetic/{port}/sock", "unit": None},
+    }
+
+
+def _vary(value: Any, rng: random.Random) -> Any:
+    """`value` with each number drawn again within 10 % (its structure kept)."""
+    if isinstance(value, dict):
+        return {k: _vary(x, rng) for k, x in value.items()}
+    if isinstance(value, list):
+        return [_vary(x, rng) for x in value]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    drawn = value * rng.uniform(0.9, 1.1)
+    return round(drawn) if isinstance(value, int) else round(drawn, 6)
+
+
 def add_synthetic_run(
     results: Path,
     name: str,
@@ -263,11 +315,12 @@ def add_synthetic_run(
     seed: int = 99,
     keep_trends: bool = False,
     same_round: bool = False,
+    real_details: bool = False,
 ) -> int:
     """Record one more SYNTHETIC ok run of `name`'s first variant, in a new round, through
     the store interface (as a run finishing after the report was made); returns its id.
-    `keep_trends`: as write_synthetic_results. `same_round`: in the last round instead,
-    as the variant's next copy (no round recorded: only the runs change)."""
+    `keep_trends`, `real_details`: as write_synthetic_results. `same_round`: in the last
+    round instead, as the variant's next copy (no round recorded: only the runs change)."""
     rng = random.Random(seed)
     with ResultsDB(results, create=False) as db:
         v = db.variants(name)[0]
@@ -281,6 +334,8 @@ def add_synthetic_run(
         variant = (v["variant_id"], v["label"], v["variant_json"], json.loads(v["dims_json"]))
         clock = datetime(2025, 6, 1, 12, 0, tzinfo=UTC) + timedelta(hours=rnd)
         rec = _record(rng, name, variant, rnd, 0, clock, seconds, 1.0, False)
+        if real_details:
+            _real_details(rec, variant, rng)
         rec.copy_index = 1 + max(copies, default=-1)
         if rec.copy_index:
             rec.raw_dir += f"-c{rec.copy_index}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+from collections.abc import Mapping
 from typing import Any
 
 from blocklab.analysis import carryover
@@ -145,8 +146,38 @@ def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
     }
 
 
+# a run's details that its variant's runs mostly share (the build's manifest, 399
+# settings): at 10,000 real runs they were 12 kB of every run page's 20 kB, packed
+SHARED_DETAILS = ("provenance", "settings")
+
+
+def shared_details(run: RunView) -> dict[str, Any]:
+    """What `run`'s page would hold of SHARED_DETAILS: the base of its variant's pages
+    when `run` is the variant's first (details_script)."""
+    return {"provenance": run.provenance, "settings": run.settings}
+
+
+def details_script(bases: Mapping[str, dict[str, Any]]) -> str:
+    """details.js beside the run pages: each variant's base details (variant id -> the
+    SHARED_DETAILS of its first run), packed, which site.js merges with a run page's own
+    differences (a <script src> loads from file://, where fetch() may not)."""
+    packed = {vid: pack(base) for vid, base in sorted(bases.items())}
+    return f"window.blocklabDetails = {jsontext.text(packed)};\n"
+
+
+def _differences(own: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    """`own`'s keys whose values are not `base`'s, and (under "removed") `base`'s keys
+    that `own` lacks: what site.js needs to make `own` again from `base`."""
+    changed = {k: v for k, v in own.items() if k not in base or base[k] != v}
+    return {"changed": changed, "removed": [k for k in base if k not in own]}
+
+
 def run_json(
-    detail: data.RunDetail, run: RunView, variant: VariantView, throughput_name: str = "tps"
+    detail: data.RunDetail,
+    run: RunView,
+    variant: VariantView,
+    throughput_name: str = "tps",
+    base: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A run page's series, its panels (blocklab.report.panels), its checkpoints and its
     stored details. The series are columns: "t" the seconds they share, "series" each
@@ -170,13 +201,20 @@ def run_json(
         "checkpoints": detail.checkpoints,
         "tmin": min(ts, default=0.0),
         "tmax": max(ts, default=1.0),
-        "details": {
-            "provenance": run.provenance,
-            "variant": variant.variant,
-            "settings": run.settings,
-            "metrics": run.metrics,
-        },
+        "details": _details(run, variant, base),
     }
+
+
+def _details(run: RunView, variant: VariantView, base: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The run's stored details; with its variant's `base` (details.js), its SHARED_DETAILS
+    as their differences from it, and "base" the variant whose base site.js merges in."""
+    own = shared_details(run)
+    out: dict[str, Any] = {"variant": variant.variant, "metrics": run.metrics}
+    if base is None:
+        return out | own
+    out["base"] = variant.variant_id
+    out["differs"] = {k: _differences(own[k], base[k]) for k in SHARED_DETAILS}
+    return out
 
 
 def pack(value: Any) -> str:

@@ -22,7 +22,7 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -41,8 +41,10 @@ from blocklab.report.headline import Answer, headline_lines
 from blocklab.report.kept_experiments import KeptExperiments, experiment_digest
 from blocklab.report.pagedata import (
     compare_json,
+    details_script,
     pack,
     run_json,
+    shared_details,
 )
 from blocklab.report.queries import write_queries
 from blocklab.report.rawfiles import copy_raw
@@ -336,8 +338,21 @@ def run_digest(run_part: str, of_variant: str) -> str:
     return hashlib.sha256(f"{of_variant}:{run_part}".encode()).hexdigest()[:24]
 
 
-def variant_digest(exp: ExperimentView, variant: VariantView) -> str:
-    return manifest.digest([exp.name, exp.slug, variant.label, variant.dims, variant.variant])
+def variant_digest(exp: ExperimentView, variant: VariantView, first_run: int | None) -> str:
+    """What a variant's run pages share: its definition, and which run's details are the
+    base of theirs (`first_run`: runs are immutable, so its id names them)."""
+    return manifest.digest(
+        [exp.name, exp.slug, variant.label, variant.dims, variant.variant, first_run]
+    )
+
+
+def _first_runs(exp: ExperimentView) -> dict[str, RunView]:
+    """Each variant's run of the least id."""
+    firsts: dict[str, RunView] = {}
+    for r in exp.runs:
+        if r.variant_id not in firsts or r.id < firsts[r.variant_id].id:
+            firsts[r.variant_id] = r
+    return firsts
 
 
 @dataclass(frozen=True)
@@ -363,7 +378,13 @@ def run_pages_started(
     while this one writes the experiment's other pages; a run whose inputs are unchanged
     keeps its page. `run_part`: the digest of a run's view (ReductionCache.run_digest)."""
     base = f"e/{exp.slug}"
-    of_variant = {v.variant_id: variant_digest(exp, v) for v in exp.variants}
+    firsts = _first_runs(exp)  # each variant's first run: its pages' base details
+    bases = {vid: shared_details(r) for vid, r in firsts.items()}
+    w.put(f"{base}/runs/details.js", details_script(bases))
+    first_ids = {vid: r.id for vid, r in firsts.items()}
+    of_variant = {
+        v.variant_id: variant_digest(exp, v, first_ids.get(v.variant_id)) for v in exp.variants
+    }
     old = w.old.runs_of(exp.slug)
     digests = [run_digest(run_part(r), of_variant[r.variant_id]) for r in exp.runs]
     present = w.files_in(f"{base}/runs") if old else set()
@@ -379,7 +400,7 @@ def run_pages_started(
             w.reset()  # a worker process reports only what it wrote
         store = db if alone else db.reopen()  # a process's own connection
         try:
-            got = _write_runs(w, store, results, exp, todo[lo:hi])
+            got = _write_runs(w, store, results, exp, todo[lo:hi], bases)
         finally:
             if not alone:
                 store.close()
@@ -434,15 +455,22 @@ def write_experiment(
 
 
 def _write_runs(
-    w: Writer, db: ResultsStore, results: Path, exp: ExperimentView, runs: list[RunView]
+    w: Writer,
+    db: ResultsStore,
+    results: Path,
+    exp: ExperimentView,
+    runs: list[RunView],
+    bases: Mapping[str, dict[str, Any]],
 ) -> Tps:
-    """The pages and files of `runs`; returns their tps series for the grid."""
+    """The pages and files of `runs` (`bases`: each variant's base details, details.js);
+    returns their tps series for the grid."""
     tps: Tps = {}
     ids = [r.id for r in runs]
     checkpoints = db.checkpoints_of_runs(ids)
     for run, (_, series) in zip(runs, db.series_of_runs(ids), strict=True):
         tps[run.id] = data.throughput_series(series)
-        write_run(w, results, exp, run, data.run_detail(db, run.id, series, checkpoints[run.id]))
+        detail = data.run_detail(db, run.id, series, checkpoints[run.id])
+        write_run(w, results, exp, run, detail, bases.get(run.variant_id))
     return tps
 
 
@@ -499,7 +527,12 @@ def _entry(run_id: int, d: str, tps: list[tuple[float, float | None]]) -> manife
 
 
 def write_run(
-    w: Writer, results: Path, exp: ExperimentView, run: RunView, detail: data.RunDetail
+    w: Writer,
+    results: Path,
+    exp: ExperimentView,
+    run: RunView,
+    detail: data.RunDetail,
+    base: Mapping[str, Any] | None = None,
 ) -> None:
     """A run's page: what the page shows as text in its HTML, its series, panels,
     checkpoints and stored details packed (pagedata.pack) for site.js to draw."""
@@ -516,5 +549,5 @@ def write_run(
         variant=variant,
         raw_files=raw_files,
         has_series=any(detail.series.values()),
-        packed=pack(run_json(detail, run, variant, exp.throughput_name)),
+        packed=pack(run_json(detail, run, variant, exp.throughput_name, base)),
     )

@@ -8,6 +8,7 @@ that the charts are drawn (counts pixels that are not the white background).
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import struct
@@ -574,3 +575,40 @@ def test_run_page_groups_series_in_panels_and_folds_the_zero_ones(
         page.check_clean()
     finally:
         page.ctx.close()
+
+
+def test_a_later_runs_details_are_its_own_merged_with_its_variants(
+    tmp_path: Path, page: Page
+) -> None:
+    """A run page holds what its details differ in from its variant's first run's (in
+    details.js, pagedata.py): site.js shows the run's own port and timings, and all 399
+    settings, from file://."""
+    results = tmp_path / "results"
+    write_synthetic_results(
+        results, name="real", rounds=2, block_sizes_kb=(4, 8), fs_block_sizes=(4096,),
+        real_details=True,
+    )  # fmt: skip
+    build_site(results, tmp_path / "site")
+    with ResultsDB(results, create=False) as db:
+        later = max(db.runs("real"), key=lambda r: r["id"])
+    settings = json.loads(later["settings_json"])
+    phases = json.loads(later["provenance_json"])["phases_s"]
+    p = page.page
+    p.goto((tmp_path / "site" / "e" / "real" / "runs" / f"{later['id']}.html").as_uri())
+    page.ready()
+    summaries = p.locator("#run-details summary").all_text_contents()
+    assert summaries[2] == "settings (399)", summaries
+    p.locator("#run-details summary", has_text="settings").click()
+    shown = json.loads(p.locator("#run-details details >> nth=2 >> pre").inner_text())
+    base_port = first_port(results, later["variant_id"])
+    assert shown == settings and shown["port"]["setting"] != base_port  # its own port
+    provenance = json.loads(p.locator("#run-details details[open] pre").first.inner_text())
+    assert provenance["phases_s"] == phases and "collected" in provenance
+    page.check_clean()
+
+
+def first_port(results: Path, variant_id: str) -> str:
+    """The port of the run whose details are its variant's base (the least id)."""
+    with ResultsDB(results, create=False) as db:
+        first = min(db.runs("real", variant_id), key=lambda r: r["id"])
+    return str(json.loads(first["settings_json"])["port"]["setting"])

@@ -33,11 +33,25 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base / "site"
 
 
+def _unpack(packed: str) -> dict[str, Any]:
+    return dict(json.loads(gzip.decompress(base64.b64decode(packed))))
+
+
 def unpacked(page: Path) -> dict[str, Any]:
-    """What site.js unpacks: the base64 of gzip-compressed JSON."""
+    """What site.js unpacks: the base64 of gzip-compressed JSON, its details' shared part
+    merged from details.js beside the page as site.js merges it (withBase)."""
     found = re.search(r'id="page-data-gz">([A-Za-z0-9+/=]*)</script>', page.read_text())
     assert found is not None, page
-    return dict(json.loads(gzip.decompress(base64.b64decode(found.group(1)))))
+    data = _unpack(found.group(1))
+    details = data["details"]
+    if "base" in details:
+        script = (page.parent / "details.js").read_text()
+        bases = json.loads(script.removeprefix("window.blocklabDetails = ").rstrip().rstrip(";"))
+        base = _unpack(bases[details.pop("base")])
+        for name, diff in details.pop("differs").items():
+            merged = base[name] | diff["changed"]
+            details[name] = {k: v for k, v in merged.items() if k not in diff["removed"]}
+    return data
 
 
 def points(data: dict[str, Any], name: str) -> list[tuple[float, float | None]]:
@@ -75,7 +89,8 @@ def test_run_pages_weigh_less_and_no_run_has_a_series_file(site: Path) -> None:
     assert len(pages) == 18
     sizes = {p.name: p.stat().st_size for p in pages}
     assert max(sizes.values()) < MAX_RUN_PAGE_BYTES, sizes
-    assert not [p.name for p in runs.iterdir() if p.is_file() and p.suffix != ".html"]
+    others = [p.name for p in runs.iterdir() if p.is_file() and p.suffix != ".html"]
+    assert others == ["details.js"]  # each variant's shared details, once (pagedata.py)
     html = pages[0].read_text()
     assert 'id="page-data"' not in html and "<section" not in html  # drawn by site.js
     assert 'download="1-series.csv" id="run-series-csv"' in html
@@ -92,3 +107,33 @@ def test_a_failed_run_page_says_so_and_offers_no_series(site: Path) -> None:
     data = unpacked(page)
     assert data["series"] == {} and data["pairs"] == {} and data["t"] == []
     assert data["details"]["provenance"] == failed[0].provenance
+
+
+def test_real_runs_details_are_shared_by_their_variant_and_merge_back_whole(
+    tmp_path: Path,
+) -> None:
+    """The fixture's real_details (a recorded real run's provenance and 399 settings, what
+    differs between real runs drawn per run; bench/bench_report.py uses them by default).
+    Whole, a page with them weighed 19.8 kB (a real 3-second run). Now each variant's first
+    run's are in details.js, once, and a page holds what differs from them: every page's
+    details merge back to the stored ones (as site.js merges them), and a page of a
+    variant's later run weighs less than half as much."""
+    real = tmp_path / "real"
+    write_synthetic_results(
+        real, rounds=3, block_sizes_kb=(4, 8), fs_block_sizes=(4096,), real_details=True
+    )
+    build_site(real, tmp_path / "site")
+    runs_dir = tmp_path / "site" / "e" / NAME / "runs"
+    with ResultsDB(real, create=False) as db:
+        exp = load_experiment(db, NAME)
+    firsts = {}
+    for run in sorted(exp.runs, key=lambda r: r.id):
+        firsts.setdefault(run.variant_id, run.id)
+        details = unpacked(runs_dir / f"{run.id}.html")["details"]
+        assert details["provenance"] == run.provenance and details["settings"] == run.settings
+        assert len(details["settings"]) == 399 and "collected" in details["provenance"]
+    script = (runs_dir / "details.js").read_text()
+    assert script.startswith("window.blocklabDetails = ") and all(v in script for v in firsts)
+    later = [r for r in exp.runs if r.id not in firsts.values() and r.status == "ok"]
+    sizes = [(runs_dir / f"{r.id}.html").stat().st_size for r in later]
+    assert len(sizes) == 3 and max(sizes) < MAX_RUN_PAGE_BYTES + 2_000, sizes  # 7.8 kB

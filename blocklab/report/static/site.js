@@ -9,13 +9,33 @@
   // (blocklab/report/pagedata.py, pack), unpacked here: no fetch, so from file:// too.
   async function pageData() {
     const packed = document.getElementById("page-data-gz");
-    if (packed) {
-      const bytes = Uint8Array.from(atob(packed.textContent.trim()), (c) => c.charCodeAt(0));
-      const text = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-      return JSON.parse(await new Response(text).text());
-    }
+    if (packed) return withBase(await unpack(packed.textContent.trim()));
     const el = document.getElementById("page-data");
     return el ? JSON.parse(el.textContent) : null;
+  }
+
+  async function unpack(base64) {
+    const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    const text = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(text).text());
+  }
+
+  // A run page's details that its variant's runs share (provenance, settings) are its
+  // variant's first run's, in details.js beside it (window.blocklabDetails, packed once a
+  // variant); the page holds what differs from them (pagedata.py, _details).
+  async function withBase(d) {
+    const x = d && d.details;
+    if (!x || !x.base) return d;
+    const packed = (window.blocklabDetails || {})[x.base];
+    const base = packed ? await unpack(packed) : {};
+    for (const [name, diff] of Object.entries(x.differs || {})) {
+      const merged = Object.assign({}, base[name] || {}, diff.changed);
+      for (const key of diff.removed) delete merged[key];
+      x[name] = merged;
+    }
+    delete x.base;
+    delete x.differs;
+    return d;
   }
 
   function fmt(x) {
