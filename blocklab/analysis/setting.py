@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from blocklab.store import Row
 
 GIB = 1024**3
@@ -37,10 +39,37 @@ def setting_line(
     return " · ".join(p for p in parts if p)
 
 
+# what the setting line and the mixed inputs' check (blocklab.analysis.mixed_inputs) read
+# of a run's provenance
+PROVENANCE_FACTS = ("version", "build_key", "dataset")
+
+
 def ok_provenances(runs: Sequence[Row]) -> list[tuple[str, dict[str, Any]]]:
-    """(variant id, provenance) of each successful run, its JSON parsed once for the
-    setting line and the mixed inputs' check (blocklab.analysis.mixed_inputs)."""
-    return [(r["variant_id"], _json(r["provenance_json"])) for r in runs if r["status"] == "ok"]
+    """(variant id, PROVENANCE_FACTS of its provenance) of each successful run, its JSON
+    parsed once for both; the rest dropped as it is parsed (a real run's provenance is
+    12 kB: 10,000 of them kept whole tripled the parse's time, in the collector)."""
+    return [
+        (r["variant_id"], _facts(_parsed(r["provenance_json"])))
+        for r in runs
+        if r["status"] == "ok"
+    ]
+
+
+def _parsed(text: str | None) -> dict[str, Any]:
+    """_json by orjson (0.028 ms for a real run's 12 kB provenance, the standard library
+    0.067 ms); what orjson refuses (NaN, which json.dumps writes) by the standard library."""
+    try:
+        value = orjson.loads(text or "{}")
+    except orjson.JSONDecodeError:
+        return _json(text)
+    return value if isinstance(value, dict) else {}
+
+
+def _facts(prov: dict[str, Any]) -> dict[str, Any]:
+    out = {k: prov[k] for k in PROVENANCE_FACTS if k in prov}
+    if isinstance(out.get("dataset"), dict):
+        out["dataset"] = {"key": out["dataset"].get("key")}
+    return out
 
 
 def _json(text: str | None) -> dict[str, Any]:
