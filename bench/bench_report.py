@@ -255,9 +255,24 @@ def _watched(
             _until(log, p, "updated:", seen + 1)
             took.append(time.monotonic() - t0)
             print(f"one more run (#{run_id}) watched: {took[-1]:.2f} s from its commit")
+        # a run's kept trends are stored after it: an update may follow the one measured;
+        # ended in the middle, it would leave the site unlike the full rebuild compared
+        _settled(log, p, quiet_s=2 * max(took) + 1)
     finally:
         proc.terminate(p.pid)
     return took
+
+
+def _settled(log: Path, p: subprocess.Popen[bytes], quiet_s: float) -> None:
+    """Wait until the watcher has printed no update for `quiet_s` seconds."""
+    seen, since = log.read_text().count("updated:"), time.monotonic()
+    while time.monotonic() - since < quiet_s:
+        if p.poll() is not None:
+            raise SystemExit(f"the watcher ended ({p.returncode}):\n{log.read_text()}")
+        time.sleep(0.1)
+        now = log.read_text().count("updated:")
+        if now != seen:
+            seen, since = now, time.monotonic()
 
 
 def _until(log: Path, p: subprocess.Popen[bytes], word: str, n: int) -> None:
