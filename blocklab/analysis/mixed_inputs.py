@@ -49,23 +49,32 @@ def find(labels: Mapping[str, str], runs: Iterable[tuple[str, Mapping[str, Any]]
     successful runs (`runs`: (variant id, provenance)) name more than one build, else
     more than one dataset. A variant on two builds is on two datasets too (a dataset's
     key holds its build's): only its builds are named."""
-    builds: dict[str, Counter[str]] = {}
-    datasets: dict[str, Counter[str]] = {}
-    for variant_id, prov in runs:
-        build = prov.get("build_key")
-        dataset = prov.get("dataset")
-        key = dataset.get("key") if isinstance(dataset, Mapping) else None
-        if build:
-            builds.setdefault(variant_id, Counter())[str(build)] += 1
-        if key:
-            datasets.setdefault(variant_id, Counter())[str(key)] += 1
+    runs = list(runs)
+    counted = {what: keys_by_variant(runs, what) for what in ("builds", "datasets")}
     out = []
     for variant_id, label in labels.items():
-        for what, counted in (("builds", builds), ("datasets", datasets)):
-            found = counted.get(variant_id, Counter())
+        for what, by_variant in counted.items():
+            found = by_variant.get(variant_id, Counter())
             if len(found) > 1:
                 out.append(Mixed(variant_id, label, what, dict(found)))
                 break
+    return out
+
+
+def keys_by_variant(
+    runs: Iterable[tuple[str, Mapping[str, Any]]], what: str
+) -> dict[str, Counter[str]]:
+    """variant id -> its runs counted by the build (`what` "builds": `build_key`) or the
+    dataset ("datasets": `dataset.key`) their provenance names; runs naming none left out."""
+    out: dict[str, Counter[str]] = {}
+    for variant_id, prov in runs:
+        if what == "builds":
+            key = prov.get("build_key")
+        else:
+            dataset = prov.get("dataset")
+            key = dataset.get("key") if isinstance(dataset, Mapping) else None
+        if key:
+            out.setdefault(variant_id, Counter())[str(key)] += 1
     return out
 
 

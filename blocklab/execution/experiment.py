@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from blocklab import faults
-from blocklab.analysis import kept_trends, precision, setting, stopping
+from blocklab.analysis import kept_trends, mixed_inputs, precision, setting, stopping
 from blocklab.analysis.summary import ExperimentSummary, summarize_experiment
 from blocklab.errors import UserError
 from blocklab.execution import orders
@@ -189,14 +189,11 @@ class Loop:
         stored = setting.ok_provenances(
             [r for r in self.db.runs(self.exp.name) if r["host"] == self.host]
         )
-        found: dict[str, set[str]] = {}
-        for variant_id, prov in stored:
-            if prov.get("build_key"):
-                found.setdefault(variant_id, set()).add(str(prov["build_key"]))
+        found = mixed_inputs.keys_by_variant(stored, "builds")
         lines = []
         for v in self.variants.values():
             now = build_key(v) if v.variant_id in found else ""
-            if other := sorted(found.get(v.variant_id, set()) - {now}):
+            if other := sorted(set(found.get(v.variant_id, ())) - {now}):
                 lines.append(f"{v.label}: stored runs on {', '.join(other)}; now {now}")
         if lines:
             raise UserError(
