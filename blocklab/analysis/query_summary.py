@@ -133,13 +133,19 @@ def _plan_node(doc: Any) -> plans.PlanNode:
     return plans.normalise({"Plan": doc})
 
 
+LABEL_CHUNK = 20  # runs whose provenance is read at once, until one names the label
+
+
 def _label(db: ResultsStore, experiment: str) -> str:
     """The workload's label stored with its runs (tpch: TPC-H-derived ...)."""
-    for r in db.runs(experiment):
-        prov = json.loads(r["provenance_json"] or "{}")
-        for key, value in prov.items():
-            if key.endswith("_report") and isinstance(value, dict) and value.get("label"):
-                return str(value["label"])
+    ids = [int(r["id"]) for r in db.runs(experiment)]  # read ahead: without provenance
+    for at in range(0, len(ids), LABEL_CHUNK):
+        texts = db.run_texts(ids[at : at + LABEL_CHUNK])
+        for run_id in ids[at : at + LABEL_CHUNK]:
+            prov = json.loads(texts.get(run_id, ("", ""))[1] or "{}")
+            for key, value in prov.items():
+                if key.endswith("_report") and isinstance(value, dict) and value.get("label"):
+                    return str(value["label"])
     return ""
 
 

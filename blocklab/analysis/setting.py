@@ -11,9 +11,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import orjson
-
-from blocklab.store import Row
+from blocklab.store import Row, run_facts
 
 GIB = 1024**3
 
@@ -39,37 +37,21 @@ def setting_line(
     return " · ".join(p for p in parts if p)
 
 
-# what the setting line and the mixed inputs' check (blocklab.analysis.mixed_inputs) read
-# of a run's provenance
-PROVENANCE_FACTS = ("version", "build_key", "dataset")
-
-
 def ok_provenances(runs: Sequence[Row]) -> list[tuple[str, dict[str, Any]]]:
-    """(variant id, PROVENANCE_FACTS of its provenance) of each successful run, its JSON
-    parsed once for both; the rest dropped as it is parsed (a real run's provenance is
+    """(variant id, the facts of its provenance: blocklab.store.run_facts.FACTS) of each
+    successful run: what the setting line and the mixed inputs' check (blocklab.analysis.
+    mixed_inputs) read. A run read ahead carries them (facts_json); another, its whole
+    provenance, of which the rest is dropped as it is parsed (a real run's provenance is
     12 kB: 10,000 of them kept whole tripled the parse's time, in the collector)."""
-    return [
-        (r["variant_id"], _facts(_parsed(r["provenance_json"])))
-        for r in runs
-        if r["status"] == "ok"
-    ]
+    return [(r["variant_id"], _facts(r)) for r in runs if r["status"] == "ok"]
 
 
-def _parsed(text: str | None) -> dict[str, Any]:
-    """_json by orjson (0.028 ms for a real run's 12 kB provenance, the standard library
-    0.067 ms); what orjson refuses (NaN, which json.dumps writes) by the standard library."""
+def _facts(run: Row) -> dict[str, Any]:
     try:
-        value = orjson.loads(text or "{}")
-    except orjson.JSONDecodeError:
-        return _json(text)
-    return value if isinstance(value, dict) else {}
-
-
-def _facts(prov: dict[str, Any]) -> dict[str, Any]:
-    out = {k: prov[k] for k in PROVENANCE_FACTS if k in prov}
-    if isinstance(out.get("dataset"), dict):
-        out["dataset"] = {"key": out["dataset"].get("key")}
-    return out
+        kept = run["facts_json"]
+    except (KeyError, IndexError):  # a row of every column: its provenance
+        return run_facts.facts_of(run_facts.parsed(run["provenance_json"]))
+    return run_facts.parsed(kept)
 
 
 def _json(text: str | None) -> dict[str, Any]:

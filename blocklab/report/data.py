@@ -57,22 +57,11 @@ class RunView:
     raw_dir: str
     command: str
     exit_code: int | None
-    # the stored JSON texts, parsed only for the run's page (settings, provenance): an
-    # update at 10,000 runs parsed them all for the run pages' digests (site.run_digest)
-    settings_json: str
-    provenance_json: str
+    # not the run's settings and provenance (35 kB of JSON a real run): its page reads
+    # them (RunDetail.details); every update at 10,000 runs read them all, and pickled
+    # them for the run pages' digests (site.run_digest)
     metrics: dict[str, float | None]
     copy_index: int = 0  # the variant's n-th run in its round (abba, aa-control)
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        value: dict[str, Any] = json.loads(self.settings_json or "{}")
-        return value
-
-    @property
-    def provenance(self) -> dict[str, Any]:
-        value: dict[str, Any] = json.loads(self.provenance_json or "{}")
-        return value
 
     def value(self, metric: str) -> float | None:
         if metric == "tps":
@@ -162,6 +151,15 @@ class ExperimentView:
 class RunDetail:
     series: dict[str, list[tuple[float, float | None]]]
     checkpoints: list[dict[str, Any]]
+    # the run's stored "provenance" and "settings" (details_of)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def details_of(texts: tuple[str, str] | None) -> dict[str, Any]:
+    """A run's "provenance" and "settings" of its stored texts (ResultsStore.run_texts:
+    settings_json, provenance_json)."""
+    settings, provenance = texts or ("", "")
+    return {"provenance": json.loads(provenance or "{}"), "settings": json.loads(settings or "{}")}
 
 
 def slug(name: str) -> str:
@@ -221,8 +219,6 @@ def _run_view(row: Any, metrics: dict[str, float | None]) -> RunView:
         raw_dir=row["raw_dir"],
         command=row["command"],
         exit_code=row["exit_code"],
-        settings_json=row["settings_json"] or "",
-        provenance_json=row["provenance_json"] or "",
         metrics=metrics,
         copy_index=int(row["copy_index"] or 0),
     )
@@ -524,7 +520,7 @@ def variant_round_rows(
 
 
 def load_run_detail(db: ResultsStore, run_id: int) -> RunDetail:
-    return run_detail(db, run_id, db.series(run_id))
+    return run_detail(db, run_id, db.series(run_id), texts=db.run_texts([run_id]).get(run_id))
 
 
 def run_detail(
@@ -532,9 +528,11 @@ def run_detail(
     run_id: int,
     series: dict[str, list[tuple[float, float | None]]],
     checkpoints: Sequence[Any] | None = None,
+    texts: tuple[str, str] | None = None,
 ) -> RunDetail:
-    """A run's series (read by the caller, in bulk) and its checkpoints (`checkpoints`:
-    its rows, read by the caller in bulk: ResultsStore.checkpoints_of_runs)."""
+    """A run's series (read by the caller, in bulk), its checkpoints (`checkpoints`: its
+    rows, read by the caller in bulk: ResultsStore.checkpoints_of_runs) and its details
+    (`texts`: its stored settings and provenance, ResultsStore.run_texts)."""
     cps = [
         {
             "start_s": c["start_s"],
@@ -546,7 +544,7 @@ def run_detail(
         }
         for c in (db.checkpoints(run_id) if checkpoints is None else checkpoints)
     ]
-    return RunDetail(series=series, checkpoints=cps)
+    return RunDetail(series=series, checkpoints=cps, details=details_of(texts))
 
 
 def raw_source(results: Path, raw_dir: str) -> Path | None:

@@ -151,12 +151,6 @@ def compare_json(exps: list[ExperimentView]) -> dict[str, Any]:
 SHARED_DETAILS = ("provenance", "settings")
 
 
-def shared_details(run: RunView) -> dict[str, Any]:
-    """What `run`'s page would hold of SHARED_DETAILS: the base of its variant's pages
-    when `run` is the variant's first (details_script)."""
-    return {"provenance": run.provenance, "settings": run.settings}
-
-
 def details_script(bases: Mapping[str, dict[str, Any]]) -> str:
     """details.js beside the run pages: each variant's base details (variant id -> the
     SHARED_DETAILS of its first run), packed, which site.js merges with a run page's own
@@ -201,17 +195,19 @@ def run_json(
         "checkpoints": detail.checkpoints,
         "tmin": min(ts, default=0.0),
         "tmax": max(ts, default=1.0),
-        "details": _details(run, variant, base),
+        "details": _details(detail.details, run, variant, base),
     }
 
 
-def _details(run: RunView, variant: VariantView, base: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The run's stored details; with its variant's `base` (details.js), its SHARED_DETAILS
-    as their differences from it, and "base" the variant whose base site.js merges in."""
-    own = shared_details(run)
+def _details(
+    own: Mapping[str, Any], run: RunView, variant: VariantView, base: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The run's stored details (`own`: its SHARED_DETAILS, data.details_of); with its
+    variant's `base` (details.js), them as their differences from it, and "base" the
+    variant whose base site.js merges in."""
     out: dict[str, Any] = {"variant": variant.variant, "metrics": run.metrics}
     if base is None:
-        return out | own
+        return out | dict(own)
     out["base"] = variant.variant_id
     out["differs"] = {k: _differences(own[k], base[k]) for k in SHARED_DETAILS}
     return out

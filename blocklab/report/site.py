@@ -44,7 +44,6 @@ from blocklab.report.pagedata import (
     details_script,
     pack,
     run_json,
-    shared_details,
 )
 from blocklab.report.queries import write_queries
 from blocklab.report.rawfiles import copy_raw
@@ -328,6 +327,9 @@ def copy_assets(w: Writer) -> None:
 
 
 Tps = dict[int, list[tuple[float, float | None]]]
+# run pages whose stored data is read at once: a real run's settings and provenance are
+# 35 kB, its series about as much
+PAGES_READ = 200
 
 
 def run_digest(run_part: str, of_variant: str) -> str:
@@ -379,7 +381,8 @@ def run_pages_started(
     keeps its page. `run_part`: the digest of a run's view (ReductionCache.run_digest)."""
     base = f"e/{exp.slug}"
     firsts = _first_runs(exp)  # each variant's first run: its pages' base details
-    bases = {vid: shared_details(r) for vid, r in firsts.items()}
+    texts = db.run_texts([r.id for r in firsts.values()])
+    bases = {vid: data.details_of(texts.get(r.id)) for vid, r in firsts.items()}
     w.put(f"{base}/runs/details.js", details_script(bases))
     first_ids = {vid: r.id for vid, r in firsts.items()}
     of_variant = {
@@ -465,12 +468,14 @@ def _write_runs(
     """The pages and files of `runs` (`bases`: each variant's base details, details.js);
     returns their tps series for the grid."""
     tps: Tps = {}
-    ids = [r.id for r in runs]
-    checkpoints = db.checkpoints_of_runs(ids)
-    for run, (_, series) in zip(runs, db.series_of_runs(ids), strict=True):
-        tps[run.id] = data.throughput_series(series)
-        detail = data.run_detail(db, run.id, series, checkpoints[run.id])
-        write_run(w, results, exp, run, detail, bases.get(run.variant_id))
+    for at in range(0, len(runs), PAGES_READ):
+        block = runs[at : at + PAGES_READ]
+        ids = [r.id for r in block]
+        checkpoints, texts = db.checkpoints_of_runs(ids), db.run_texts(ids)
+        for run, (_, series) in zip(block, db.series_of_runs(ids), strict=True):
+            tps[run.id] = data.throughput_series(series)
+            detail = data.run_detail(db, run.id, series, checkpoints[run.id], texts.get(run.id))
+            write_run(w, results, exp, run, detail, bases.get(run.variant_id))
     return tps
 
 

@@ -21,7 +21,7 @@ from psycopg.rows import RowMaker, tuple_row
 
 from blocklab.errors import UserError
 from blocklab.store.base import DictRow
-from blocklab.store.sqlite import MIGRATIONS, SCHEMA_VERSION, ResultsDB
+from blocklab.store.sqlite import FILLS, MIGRATIONS, SCHEMA_VERSION, ResultsDB
 from blocklab.store.uri import PgTarget
 
 # SQLite's DDL files, with the types PostgreSQL spells otherwise: 64-bit integers,
@@ -125,6 +125,8 @@ class PostgresStore(ResultsDB):
             for version, name in sorted(steps.items()):
                 if version > (found or 0):
                     c.pg.execute(pg_ddl(name).encode())
+                    if fill := FILLS.get(version):
+                        fill(c)
                     c.execute(
                         "INSERT INTO schema_version SELECT CAST(? AS INTEGER)"
                         " WHERE NOT EXISTS (SELECT 1 FROM schema_version WHERE version = ?)",

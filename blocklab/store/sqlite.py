@@ -14,17 +14,16 @@ from typing import Any, TypeVar
 
 from blocklab import faults
 from blocklab.errors import UserError
-from blocklab.store.base import DictRow, Row, RunRecord, RunsKept, run_key
+from blocklab.store import run_facts
+from blocklab.store.base import Row, RunRecord
+from blocklab.store.read_ahead import RUNS_ORDER, ReadAhead
 from blocklab.store.read_only import connect as connect_read_only
 from blocklab.store.read_only import read_uri
 from blocklab.store.sqlite_devices import DeviceProfiles
 
 _Store = TypeVar("_Store", bound="ResultsDB")
-# The runs' order (their rounds, their places in them; a fleet's hosts share both, and the
-# id, the order they were stored in, breaks that tie the same way in every read)
-RUNS_ORDER = "ORDER BY round, position, id"
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # Later versions: version -> DDL file (in blocklab/store) applied on the way up from
 # schema.sql (version 1). A file either only adds (CREATE ... IF NOT EXISTS) or carries its
 # own transaction with the version row inside it (v3 rebuilds runs). PostgreSQL uses
@@ -34,7 +33,10 @@ MIGRATIONS = {
     3: "schema_v3_run_identity.sql",
     4: "schema_v4_queries.sql",
     5: "schema_v5_run_trends.sql",
+    6: "schema_v6_run_facts.sql",
 }
+# version -> what its upgrade fills in from the rows stored before it, in its transaction
+FILLS = {6: run_facts.fill}
 TREND_COLUMNS = ("n", "mean", "start_value", "end_value", "change_pct", "p_value", "drifted")
 RESULTS_DB_NAME = "blocklab.sqlite"
 
@@ -75,7 +77,7 @@ def check_existing(path: Path) -> None:
         )
 
 
-class ResultsDB(DeviceProfiles):
+class ResultsDB(ReadAhead, DeviceProfiles):
     read_only = False  # a directory blocklab cannot write (store.read_only)
 
     def reopen(self) -> ResultsDB:
@@ -145,6 +147,8 @@ class ResultsDB(DeviceProfiles):
                 ddl = resources.files("blocklab.store").joinpath(name).read_text()
                 self.conn.executescript(ddl)
                 with self.tx():
+                    if fill := FILLS.get(version):
+                        fill(self.conn)
                     self.conn.execute(
                         "INSERT INTO schema_version SELECT CAST(? AS INTEGER)"
                         " WHERE NOT EXISTS (SELECT 1 FROM schema_version WHERE version = ?)",
@@ -271,6 +275,8 @@ class ResultsDB(DeviceProfiles):
                 run_values(r),
             )
             run_id = int(cur.fetchone()["id"])
+            facts = run_facts.facts_json(r.provenance)
+            c.execute("INSERT INTO run_facts VALUES (?,?)", (run_id, facts))
             c.executemany(
                 "INSERT INTO metrics VALUES (?,?,?)",
                 [(run_id, k, v) for k, v in r.metrics.items()],
@@ -315,63 +321,6 @@ class ResultsDB(DeviceProfiles):
             one("SELECT id, state FROM device_profiles ORDER BY id", ()),
             one("SELECT count(*) FROM device_profile_points", ()),
         )
-
-    def read_ahead(self, experiment: str, kept: RunsKept | None = None) -> None:
-        """Read the experiment's runs and their metrics in two queries, and answer runs()
-        and metrics() of them from these from now on: the report reads them many times
-        over (the summary of each metric, the tables, the CSV files, one run at a time),
-        and a stored run's row and metrics never change. Runs recorded later are not
-        seen by runs(experiment): the report reads one snapshot.
-
-        With `kept` (what a resident process read before, `report --watch`), the runs'
-        key columns are read (id, started_at, ended_at) and only the runs `kept` does not
-        hold as they are; `kept` is left holding the experiment's runs now. At 10,000 runs
-        a whole read took 0.24 to 0.37 s an update."""
-        if kept is None:
-            runs, metrics = self._runs_where("experiment=?", [experiment])
-        else:
-            runs, metrics = self._runs_kept(experiment, kept)
-        self._read_ahead[experiment] = runs
-        self._metrics_ahead.update(metrics)
-
-    def _runs_where(
-        self, where: str, args: list[Any]
-    ) -> tuple[list[DictRow], dict[int, dict[str, float | None]]]:
-        """The runs `where` selects (as DictRows, in the runs' order) and their metrics."""
-        rows = list(self.conn.execute(f"SELECT * FROM runs WHERE {where} {RUNS_ORDER}", args))
-        names = rows[0].keys() if rows else []
-        runs = [r if isinstance(r, DictRow) else DictRow(zip(names, r, strict=True)) for r in rows]
-        metrics: dict[int, dict[str, float | None]] = {int(r["id"]): {} for r in runs}
-        for run_id, name, value in self._tuples(
-            # IN, not a join: the rows come in the key's order, not sorted after (half the time)
-            "SELECT run_id, name, value FROM metrics"
-            f" WHERE run_id IN (SELECT id FROM runs WHERE {where}) ORDER BY run_id, name",
-            args,
-        ):
-            metrics[run_id][name] = value
-        return runs, metrics
-
-    def _runs_kept(
-        self, experiment: str, kept: RunsKept
-    ) -> tuple[list[DictRow], dict[int, dict[str, float | None]]]:
-        """read_ahead's runs and metrics, those `kept` holds as they are not read again."""
-        keys = self._tuples(
-            f"SELECT id, started_at, ended_at FROM runs WHERE experiment=? {RUNS_ORDER}",
-            [experiment],
-        )
-        had = kept.get(experiment, {})
-        new = [k[0] for k in keys if (h := had.get(k[0])) is None or h[0] != tuple(k)]
-        if len(new) > 500:  # a first read: the whole experiment, not thousands of ids
-            runs, metrics = self._runs_where("experiment=?", [experiment])
-        elif new:
-            runs, metrics = self._runs_where(f"id IN ({','.join('?' * len(new))})", new)
-        else:
-            runs, metrics = [], {}
-        for r in runs:
-            had[r["id"]] = (run_key(r), r, metrics[int(r["id"])])
-        now = {k[0]: h for k in keys if (h := had.get(k[0])) is not None and h[0] == tuple(k)}
-        kept[experiment] = now
-        return [v[1] for v in now.values()], {i: v[2] for i, v in now.items()}
 
     def runs(self, experiment: str, variant_id: str | None = None) -> list[Row]:
         if (ahead := self._read_ahead.get(experiment)) is not None:

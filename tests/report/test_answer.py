@@ -129,7 +129,7 @@ def test_per_round_change_is_each_rounds_ratio() -> None:
 def _run(
     i: int, variant: str, status: str = "ok", start: str = "", tps: float | None = 1.0
 ) -> RunView:
-    return RunView(i, variant, i, 0, status, "", start, "", tps, None, "", "", 0, "", "", {})
+    return RunView(i, variant, i, 0, status, "", start, "", tps, None, "", "", 0, {})
 
 
 def test_runs_in_start_order_without_failures_and_dates_the_chart_reads() -> None:

@@ -15,7 +15,7 @@ import pytest
 from report_fixture import SERIES_NAMES, write_synthetic_results
 
 from blocklab.report import build_site
-from blocklab.report.data import load_experiment
+from blocklab.report.data import details_of, load_experiment
 from blocklab.store import ResultsDB
 
 NAME = "synthetic-geometry"
@@ -73,8 +73,9 @@ def test_a_run_page_packs_every_stored_series_and_what_it_shows(site: Path) -> N
                 c["start_s"] for c in db.checkpoints(run.id)
             ]
             details = data["details"]
-            assert details["provenance"] == run.provenance
-            assert details["settings"] == run.settings
+            settings, provenance = db.run_texts([run.id])[run.id]
+            assert details["provenance"] == json.loads(provenance)
+            assert details["settings"] == json.loads(settings)
             assert details["metrics"] == run.metrics
             assert details["variant"] == exp.variant(run.variant_id).variant
             if run.status == "ok":
@@ -99,6 +100,7 @@ def test_run_pages_weigh_less_and_no_run_has_a_series_file(site: Path) -> None:
 def test_a_failed_run_page_says_so_and_offers_no_series(site: Path) -> None:
     with ResultsDB(site.parent / "results", create=False) as db:
         failed = [r for r in load_experiment(db, NAME).runs if r.status != "ok"]
+        stored = details_of(db.run_texts([failed[0].id])[failed[0].id])
     assert len(failed) == 1
     page = site / "e" / NAME / "runs" / f"{failed[0].id}.html"
     html = page.read_text()
@@ -106,7 +108,7 @@ def test_a_failed_run_page_says_so_and_offers_no_series(site: Path) -> None:
     assert "run-series-csv" not in html and 'id="run-panels"' not in html
     data = unpacked(page)
     assert data["series"] == {} and data["pairs"] == {} and data["t"] == []
-    assert data["details"]["provenance"] == failed[0].provenance
+    assert data["details"]["provenance"] == stored["provenance"] != {}
 
 
 def test_real_runs_details_are_shared_by_their_variant_and_merge_back_whole(
@@ -126,11 +128,14 @@ def test_real_runs_details_are_shared_by_their_variant_and_merge_back_whole(
     runs_dir = tmp_path / "site" / "e" / NAME / "runs"
     with ResultsDB(real, create=False) as db:
         exp = load_experiment(db, NAME)
+        texts = db.run_texts([r.id for r in exp.runs])
     firsts = {}
     for run in sorted(exp.runs, key=lambda r: r.id):
         firsts.setdefault(run.variant_id, run.id)
         details = unpacked(runs_dir / f"{run.id}.html")["details"]
-        assert details["provenance"] == run.provenance and details["settings"] == run.settings
+        stored = details_of(texts[run.id])
+        assert details["provenance"] == stored["provenance"]
+        assert details["settings"] == stored["settings"]
         assert len(details["settings"]) == 399 and "collected" in details["provenance"]
     script = (runs_dir / "details.js").read_text()
     assert script.startswith("window.blocklabDetails = ") and all(v in script for v in firsts)

@@ -100,7 +100,8 @@ def _v1_sqlite(directory: Path) -> None:
 # a run as version 1 stored it (before host and copy_index)
 V1_RUN = (
     "INSERT INTO runs (id, experiment, variant_id, round, position, status, started_at,"
-    " ended_at, tps) VALUES (7, 'old', 'a', 1, 0, 'ok', 't0', 't1', 100.5)"
+    " ended_at, tps, provenance_json) VALUES (7, 'old', 'a', 1, 0, 'ok', 't0', 't1', 100.5,"
+    """ '{"version": "15.1", "build_key": "k7", "dataset": {"key": "d", "n": 1}, "x": NaN}')"""
 )
 
 
@@ -134,6 +135,12 @@ def test_migration_from_version_1(
         assert (run["id"], run["tps"], run["host"], run["copy_index"]) == (7, 100.5, "", 0)
         assert db.metrics(7) == {"wal_bytes": 1024}
         assert db.run_keys("old") == {("a", 1, 0)}
+        # version 6: its provenance's facts kept (NaN elsewhere in it: json.dumps wrote it)
+        db.read_ahead("old")
+        (lean,) = db.runs("old")
+        assert "provenance_json" not in lean and "settings_json" not in lean
+        facts = {"version": "15.1", "build_key": "k7", "dataset": {"key": "d"}}
+        assert json.loads(lean["facts_json"]) == facts
         # the identity is (experiment, host, variant, round, copy): other hosts and copies
         # of the same variant and round are new runs, the same key twice is refused
         db.record_run(replace(_run("a", 1), experiment="old", host="h2"))
@@ -329,7 +336,14 @@ def test_read_ahead_trends_and_named_series_contract(store: ResultsStore) -> Non
     runs, metrics = [dict(r) for r in store.runs("e1")], store.metrics(a)
     names = store.metric_names("e1")
     store.read_ahead("e1")
-    assert [dict(r) for r in store.runs("e1")] == runs
+    # every column but the two texts, which run_texts reads; the provenance's facts instead
+    texts = ("settings_json", "provenance_json")
+    lean = [
+        {k: v for k, v in r.items() if k not in texts} | {"facts_json": '{"build_key": "k"}'}
+        for r in runs
+    ]
+    assert [dict(r) for r in store.runs("e1")] == lean
+    assert store.run_texts([b, a, b + 99]) == {r["id"]: (r[texts[0]], r[texts[1]]) for r in runs}
     assert store.metric_names("e1") == names and len(names) > 1
     assert [r["id"] for r in store.runs("e1", "b")] == [b]
     assert store.metrics(a) == metrics == store.metrics(b)
@@ -352,6 +366,23 @@ def test_read_ahead_trends_and_named_series_contract(store: ResultsStore) -> Non
     store.keep_run_trends("m2", rows[:1])  # the run's rows of any method replaced
     assert store.run_trends([a], "m1") == {}
     assert store.run_trends([a], "m2") == {a: [rows[0][1:]]}
+
+
+def test_read_ahead_gives_the_facts_of_a_run_stored_without_them_contract(
+    store: ResultsStore,
+) -> None:
+    """A run whose kept facts are missing (stored by a blocklab that did not keep them,
+    after this one upgraded the store) is read ahead with its facts made from its
+    provenance; a run whose are kept is read with them as kept."""
+    _register(store)
+    a = store.record_run(_run("a", 1))
+    b = store.record_run(replace(_run("b", 1), provenance={"version": "18.6", "x": [1]}))
+    conn: Any = getattr(store, "conn")  # noqa: B009  (both back ends' connection)
+    with store.tx():
+        conn.execute("DELETE FROM run_facts WHERE run_id = ?", (b,))
+    store.read_ahead("e1")
+    facts = {r["id"]: json.loads(r["facts_json"]) for r in store.runs("e1")}
+    assert facts == {a: {"build_key": "k"}, b: {"version": "18.6"}}
 
 
 def test_read_ahead_with_kept_reads_only_the_runs_it_does_not_hold_contract(
