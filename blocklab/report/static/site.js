@@ -28,14 +28,18 @@
     if (!x || !x.base) return d;
     const packed = (window.blocklabDetails || {})[x.base];
     const base = packed ? await unpack(packed) : {};
-    for (const [name, diff] of Object.entries(x.differs || {})) {
-      const merged = Object.assign({}, base[name] || {}, diff.changed);
-      for (const key of diff.removed) delete merged[key];
-      x[name] = merged;
-    }
+    for (const [name, diff] of Object.entries(x.differs || {})) x[name] = patched(base[name], diff);
     delete x.base;
     delete x.differs;
     return d;
+  }
+
+  // `base` made into the object `diff` describes (pagedata.py, _differences).
+  function patched(base, diff) {
+    const out = Object.assign({}, base || {}, diff.changed || {});
+    for (const key of diff.removed || []) delete out[key];
+    for (const [key, sub] of Object.entries(diff.patched || {})) out[key] = patched(out[key], sub);
+    return out;
   }
 
   function fmt(x) {
