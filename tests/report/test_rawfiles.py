@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from blocklab.report.rawfiles import copy_raw
+from blocklab.report.rawfiles import LEFT_NOTE, MAX_SITE_RAW_FILE_BYTES, copy_raw
 
 
 def test_links_regular_files_into_a_directory_it_makes(tmp_path: Path) -> None:
@@ -46,3 +46,21 @@ def test_replaces_a_file_the_site_had(tmp_path: Path) -> None:
     (dest / "run.json").write_text("old\n")
     copy_raw(tmp_path / "results", "runs/r1", dest, "1-raw")
     assert (dest / "run.json").read_text() == "{}\n"
+
+
+def test_a_large_file_stays_in_the_results_and_is_linked_there(tmp_path: Path) -> None:
+    """A per-transaction log (about 500 kB a real minute) is not put into the site: the
+    page links the results directory's copy and says so; a small file beside it is."""
+    raw = tmp_path / "results" / "runs" / "r1"
+    (raw / "driver").mkdir(parents=True)
+    log = raw / "driver" / "pgbench_log.42"
+    log.write_bytes(b"0 1 2 3 4 5\n" * (MAX_SITE_RAW_FILE_BYTES // 12 + 1))
+    (raw / "server.log").write_bytes(b"L" * MAX_SITE_RAW_FILE_BYTES)  # at the cap: copied
+    dest = tmp_path / "site" / "1-raw"
+    got = {f["name"]: f for f in copy_raw(tmp_path / "results", "runs/r1", dest, "1-raw")}
+    assert got["driver/pgbench_log.42"]["href"] == log.as_uri()
+    assert got["driver/pgbench_log.42"]["note"] == LEFT_NOTE
+    assert got["driver/pgbench_log.42"]["size"] == log.stat().st_size
+    assert not (dest / "driver").exists()
+    assert got["server.log"]["href"] == "1-raw/server.log" and not got["server.log"]["note"]
+    assert (dest / "server.log").stat().st_size == MAX_SITE_RAW_FILE_BYTES
