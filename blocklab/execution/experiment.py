@@ -184,8 +184,19 @@ class Loop:
         `build_key` (blocklab.postgres.build.build_key) says this session makes: a patch
         edited in place, a newer source package, another compiler or CFLAGS. Resuming
         would pool two servers in one variant (blocklab.analysis.mixed_inputs)."""
-        if not self._runs_left(rule):
-            return
+        if self._runs_left(rule):
+            self._same_builds(build_key)
+
+    def check_round_builds(self, round_no: int, build_key: Callable[[Variant], str]) -> None:
+        """check_builds for one round (a fleet agent's job): refused when a run of the
+        round is left to do on this host and its stored runs name another build."""
+        done = self.db.run_keys(self.exp.name, self.host)
+        if any((s.variant_id, round_no, s.copy) not in done for s in self.slots(round_no)):
+            self._same_builds(build_key)
+
+    def _same_builds(self, build_key: Callable[[Variant], str]) -> None:
+        """UserError when a variant's stored successful runs (this host's) name another
+        build than `build_key` gives it now (check_builds)."""
         stored = setting.ok_provenances(
             [r for r in self.db.runs(self.exp.name) if r["host"] == self.host]
         )

@@ -146,6 +146,7 @@ class Agent:
         from blocklab.execution.lab import Lab
         from blocklab.execution.progress import QuietProgress
         from blocklab.host import host_facts
+        from blocklab.postgres.build import build_key
         from blocklab.state import State
         from blocklab.store.factory import open_store
 
@@ -166,9 +167,11 @@ class Agent:
                 variants=variants,
                 controls=RunControls.from_design(exp.run_design),
             ) as lab:
+                loop = Loop(exp, variants, db=db, lab=lab, progress=progress, host=self.host)
+                # a resumed job on another build than its host's stored runs: refused
+                loop.check_round_builds(job.round_no, lambda v: build_key(v.build, self.paths))
                 for v in variants:
                     lab.prepare(v)  # builds, storage and dataset before the measured runs
-                loop = Loop(exp, variants, db=db, lab=lab, progress=progress, host=self.host)
                 progress.begin(loop.runs_per_round(), 0)
                 loop.run_round(job.round_no, db.run_keys(exp.name, self.host))
             self._extend(db, sub, job)

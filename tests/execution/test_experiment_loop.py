@@ -301,6 +301,30 @@ def test_a_resume_on_another_build_is_refused_before_anything_runs(db: ResultsDB
     assert loop.run(StoppingRule(rounds=3)).runs_done == 3
 
 
+def test_a_fleet_job_on_another_build_is_refused_while_its_round_has_runs_left(
+    db: ResultsDB,
+) -> None:
+    """A fleet agent's job (one round of one host): refused before anything is built when
+    a run of its round is left to do and the host's stored runs name another build; a
+    round already done, or the same build, is not refused. Another host's runs do not
+    count."""
+    exp = _experiment(rounds=1)
+    variants = register(db, exp, {})
+    Loop(exp, variants, db=db, lab=ReplayLab(build="K1"), progress=Silent(), host="h1").run(
+        StoppingRule(rounds=1)
+    )
+    lab = ReplayLab(build="K2")
+    loop = Loop(exp, variants, db=db, lab=lab, progress=Silent(), host="h1")
+    with pytest.raises(UserError, match="stored runs on K1; now K2") as e:
+        loop.check_round_builds(2, lambda v: "K2")
+    assert e.value.exit_code == 2 and lab.calls == []
+    loop.check_round_builds(1, lambda v: "K2")  # round 1 is done: nothing runs
+    loop.check_round_builds(2, lambda v: "K1")  # the same build: goes on
+    other = Loop(exp, variants, db=db, lab=lab, progress=Silent(), host="h2")
+    other.check_round_builds(2, lambda v: "K2")  # h2 stored nothing
+    assert lab.calls == []
+
+
 def test_a_first_session_asks_for_no_build_key(db: ResultsDB) -> None:
     exp = _experiment(rounds=1)
     variants = register(db, exp, {})
