@@ -76,13 +76,22 @@ def test_the_summary_names_a_variant_resumed_on_another_build(tmp_path: Path) ->
         assert before.mixed == []
         assert not [line for line in first_screen.first_screen(before) if "builds" in line]
         four = next(v for v in before.variants if v.label.startswith("bs=4k"))
+        edited = "variant_id = ? AND round >= 3 AND status = 'ok'"
         db.conn.execute(
             "UPDATE runs SET provenance_json = json_set(provenance_json, '$.build_key', "
-            "'pg18-4k-edited') WHERE variant_id = ? AND round >= 3 AND status = 'ok'",
+            f"'pg18-4k-edited') WHERE {edited}",
+            (four.variant_id,),
+        )
+        db.conn.execute(  # the facts stored with such a run (schema 6: run_facts)
+            "UPDATE run_facts SET facts_json = json_set(facts_json, '$.build_key', "
+            f"'pg18-4k-edited') WHERE run_id IN (SELECT id FROM runs WHERE {edited})",
             (four.variant_id,),
         )
         db.conn.commit()
+        whole = summarize_experiment(db, "mix")  # the runs' provenance parsed
+        db.read_ahead("mix")  # as the report and `blocklab summary` read them: their facts
         after = summarize_experiment(db, "mix")
+    assert whole.mixed == after.mixed
     (m,) = after.mixed
     assert (m.label, m.what) == (four.label, "builds")
     assert m.runs["pg18-4k-edited"] >= 1 and m.runs["pg18-4k"] >= 1
