@@ -32,7 +32,7 @@ from blocklab.economics import device_store
 from blocklab.errors import UserError
 from blocklab.experiment_file.design import AA_CONTROL, INTERLEAVED
 from blocklab.report import shape
-from blocklab.store import RESULTS_DB_NAME, ResultsStore
+from blocklab.store import RESULTS_DB_NAME, ResultsStore, run_facts
 from blocklab.store.base import run_key
 from blocklab.store.factory import is_postgres, open_store
 
@@ -159,7 +159,7 @@ def details_of(texts: tuple[str, str] | None) -> dict[str, Any]:
     """A run's "provenance" and "settings" of its stored texts (ResultsStore.run_texts:
     settings_json, provenance_json)."""
     settings, provenance = texts or ("", "")
-    return {"provenance": json.loads(provenance or "{}"), "settings": json.loads(settings or "{}")}
+    return {"provenance": run_facts.parsed(provenance), "settings": run_facts.parsed(settings)}
 
 
 def slug(name: str) -> str:

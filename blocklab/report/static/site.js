@@ -34,7 +34,7 @@
     return d;
   }
 
-  // `base` made into the object `diff` describes (pagedata.py, _differences).
+  // `base` made into the object `diff` describes (pagedata.py, differences).
   function patched(base, diff) {
     const out = Object.assign({}, base || {}, diff.changed || {});
     for (const key of diff.removed || []) delete out[key];
