@@ -49,8 +49,7 @@ def find(labels: Mapping[str, str], runs: Iterable[tuple[str, Mapping[str, Any]]
     successful runs (`runs`: (variant id, provenance)) name more than one build, else
     more than one dataset. A variant on two builds is on two datasets too (a dataset's
     key holds its build's): only its builds are named."""
-    runs = list(runs)
-    counted = {what: keys_by_variant(runs, what) for what in ("builds", "datasets")}
+    counted = keys_by_variant(runs)
     out = []
     for variant_id, label in labels.items():
         for what, by_variant in counted.items():
@@ -62,19 +61,18 @@ def find(labels: Mapping[str, str], runs: Iterable[tuple[str, Mapping[str, Any]]
 
 
 def keys_by_variant(
-    runs: Iterable[tuple[str, Mapping[str, Any]]], what: str
-) -> dict[str, Counter[str]]:
-    """variant id -> its runs counted by the build (`what` "builds": `build_key`) or the
-    dataset ("datasets": `dataset.key`) their provenance names; runs naming none left out."""
-    out: dict[str, Counter[str]] = {}
+    runs: Iterable[tuple[str, Mapping[str, Any]]],
+) -> dict[str, dict[str, Counter[str]]]:
+    """ "builds" and "datasets": variant id -> its runs counted by the build (`build_key`)
+    or the dataset (`dataset.key`) their provenance names, in one pass over the runs (a
+    summary's, at every report update); runs naming none left out."""
+    out: dict[str, dict[str, Counter[str]]] = {"builds": {}, "datasets": {}}
     for variant_id, prov in runs:
-        if what == "builds":
-            key = prov.get("build_key")
-        else:
-            dataset = prov.get("dataset")
-            key = dataset.get("key") if isinstance(dataset, Mapping) else None
-        if key:
-            out.setdefault(variant_id, Counter())[str(key)] += 1
+        dataset = prov.get("dataset")
+        keys = (prov.get("build_key"), dataset.get("key") if isinstance(dataset, Mapping) else None)
+        for what, key in zip(("builds", "datasets"), keys, strict=True):
+            if key:
+                out[what].setdefault(variant_id, Counter())[str(key)] += 1
     return out
 
 

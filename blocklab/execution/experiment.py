@@ -200,7 +200,7 @@ class Loop:
         stored = setting.ok_provenances(
             [r for r in self.db.runs(self.exp.name) if r["host"] == self.host]
         )
-        found = mixed_inputs.keys_by_variant(stored, "builds")
+        found = mixed_inputs.keys_by_variant(stored)["builds"]
         lines = []
         for v in self.variants.values():
             now = build_key(v) if v.variant_id in found else ""
