@@ -25,7 +25,7 @@ from blocklab.store.sqlite import FILLS, MIGRATIONS, SCHEMA_VERSION, ResultsDB
 from blocklab.store.uri import PgTarget
 
 # SQLite's DDL files, with the types PostgreSQL spells otherwise: 64-bit integers,
-# double precision (PostgreSQL's REAL is 4 bytes), identity keys (SQLite's rowid)
+# double precision (PostgreSQL's REAL is 4 bytes), identity keys (SQLite's rowid), bytea
 PG_TYPES = (
     (
         re.compile(r"\bid(\s+)INTEGER PRIMARY KEY"),
@@ -33,6 +33,7 @@ PG_TYPES = (
     ),
     (re.compile(r"\bINTEGER\b"), "BIGINT"),
     (re.compile(r"\bREAL\b"), "DOUBLE PRECISION"),
+    (re.compile(r"\bBLOB\b"), "BYTEA"),
 )
 MIGRATION_LOCK = 0x626C6B6C  # advisory lock: one host migrates, the others wait
 

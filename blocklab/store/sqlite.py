@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from blocklab import faults
 from blocklab.errors import UserError
-from blocklab.store import run_facts
+from blocklab.store import run_facts, series_packed
 from blocklab.store.base import Row, RunRecord
 from blocklab.store.read_ahead import RUNS_ORDER, ReadAhead
 from blocklab.store.read_only import connect as connect_read_only
@@ -23,7 +23,7 @@ from blocklab.store.sqlite_devices import DeviceProfiles
 
 _Store = TypeVar("_Store", bound="ResultsDB")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # Later versions: version -> DDL file (in blocklab/store) applied on the way up from
 # schema.sql (version 1). A file either only adds (CREATE ... IF NOT EXISTS) or carries its
 # own transaction with the version row inside it (v3 rebuilds runs). PostgreSQL uses
@@ -34,9 +34,10 @@ MIGRATIONS = {
     4: "schema_v4_queries.sql",
     5: "schema_v5_run_trends.sql",
     6: "schema_v6_run_facts.sql",
+    7: "schema_v7_run_series.sql",
 }
 # version -> what its upgrade fills in from the rows stored before it, in its transaction
-FILLS = {6: run_facts.fill}
+FILLS = {6: run_facts.fill, 7: series_packed.fill}
 TREND_COLUMNS = ("n", "mean", "start_value", "end_value", "change_pct", "p_value", "drifted")
 RESULTS_DB_NAME = "blocklab.sqlite"
 
@@ -132,10 +133,16 @@ class ResultsDB(ReadAhead, DeviceProfiles):
         self.close()
 
     def _migrate(self) -> None:
-        """Create or upgrade the schema (check_existing() already refused a newer one)."""
-        ddl = resources.files("blocklab.store").joinpath("schema.sql").read_text()
-        self.conn.executescript(ddl)
-        if self.conn.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 0:
+        """Create or upgrade the schema (check_existing() already refused a newer one).
+        schema.sql (version 1) only where no version is recorded yet, as on PostgreSQL: run
+        again on a later version it would make tables a later one dropped (`series`, 7)."""
+        known = self.conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_version'"
+        ).fetchone()[0]
+        found = known and self.conn.execute("SELECT count(*) FROM schema_version").fetchone()[0]
+        if not found:
+            ddl = resources.files("blocklab.store").joinpath("schema.sql").read_text()
+            self.conn.executescript(ddl)
             with self.tx():
                 self.conn.execute("INSERT INTO schema_version VALUES (1)")
         self._upgrade()
@@ -282,9 +289,7 @@ class ResultsDB(ReadAhead, DeviceProfiles):
                 [(run_id, k, v) for k, v in r.metrics.items()],
             )
             c.executemany(
-                "INSERT INTO series VALUES (?,?,?,?)"
-                " ON CONFLICT (run_id, name, t_s) DO UPDATE SET value = excluded.value",
-                [(run_id, name, t, v) for name, pts in r.series.items() for t, v in pts],
+                "INSERT INTO run_series VALUES (?,?,?,?)", series_packed.rows(run_id, r.series)
             )
             c.executemany(
                 "INSERT INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?)",
@@ -377,12 +382,7 @@ class ResultsDB(ReadAhead, DeviceProfiles):
         return [r["name"] for r in rows]
 
     def series(self, run_id: int) -> dict[str, list[tuple[float, float | None]]]:
-        out: dict[str, list[tuple[float, float | None]]] = {}
-        for r in self.conn.execute(
-            "SELECT name, t_s, value FROM series WHERE run_id=? ORDER BY name, t_s", (run_id,)
-        ):
-            out.setdefault(r["name"], []).append((r["t_s"], r["value"]))
-        return out
+        return next(self.series_of_runs([run_id]))[1]
 
     def _tuples(self, sql: str, params: Sequence[Any]) -> list[Any]:
         """The rows of a query as plain tuples (no per-row Python work)."""
@@ -393,26 +393,20 @@ class ResultsDB(ReadAhead, DeviceProfiles):
     def series_of_runs(
         self, run_ids: Sequence[int], chunk: int = 200, *, names: Sequence[str] | None = None
     ) -> Iterator[tuple[int, dict[str, list[tuple[float, float | None]]]]]:
-        """Two queries per chunk of runs: the points of each (run, series) and all points
-        in that order, as plain tuples cut into lists (no Python work per point). A run's
-        rows are written in one transaction and never change, so the two agree. With
-        `names`, only the series of those names."""
+        """One query per chunk of runs, a row per (run, series) (store.series_packed);
+        each run's series by name in code point order, on either back end. With `names`,
+        only the series of those names."""
         only = "" if names is None else f" AND name IN ({','.join('?' * len(names))})"
         for i in range(0, len(run_ids), chunk):
             ids = list(run_ids[i : i + chunk])
             got: dict[int, dict[str, list[tuple[float, float | None]]]] = {r: {} for r in ids}
-            where = f"FROM series WHERE run_id IN ({','.join('?' * len(ids))}){only}"
-            args = [*ids, *(names or ())]
-            counts = self._tuples(
-                f"SELECT run_id, name, count(*) {where} GROUP BY run_id, name"
-                " ORDER BY run_id, name",
-                args,
+            rows = self._tuples(
+                "SELECT run_id, name, t_s, value FROM run_series"
+                f" WHERE run_id IN ({','.join('?' * len(ids))}){only}",
+                [*ids, *(names or ())],
             )
-            points = self._tuples(f"SELECT t_s, value {where} ORDER BY run_id, name, t_s", args)
-            at = 0
-            for run_id, name, n in counts:
-                got[run_id][name] = points[at : at + n]
-                at += n
+            for run_id, name, t_s, value in sorted(rows, key=lambda r: (r[0], r[1])):
+                got[run_id][name] = series_packed.points(t_s, value)
             for r in ids:
                 yield r, got[r]
 

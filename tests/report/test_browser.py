@@ -446,6 +446,17 @@ def test_experiment_page_answers_as_the_cli_and_draws_rounds_and_runs(
         page.ctx.close()
 
 
+def _add_series(db: Any, run_id: int, rows: list[tuple[int, str, float, float]]) -> None:
+    """Add (run_id, name, t_s, value) points to a stored run, as its own series."""
+    from blocklab.store import series_packed
+
+    series: dict[str, list[tuple[float, float | None]]] = {}
+    for _, name, t, v in rows:
+        series.setdefault(name, []).append((t, v))
+    with db.tx() as c:
+        c.executemany("INSERT INTO run_series VALUES (?,?,?,?)", series_packed.rows(run_id, series))
+
+
 def _with_probe_series(results: Path, experiment: str) -> int:
     """Give one stored run the series the probes write on a plain directory: the shared
     host device, and counters whose exit flush is kept apart from the per-second line
@@ -460,8 +471,7 @@ def _with_probe_series(results: Path, experiment: str) -> int:
             (run_id, "blks_hit_final_flush", 60.02, 31_000.0),
             (run_id, "wal_bytes_final_flush", 60.02, 1_234_000.0),
         ]
-        with db.tx() as c:
-            c.executemany("INSERT INTO series VALUES (?,?,?,?)", rows)
+        _add_series(db, run_id, rows)
     return run_id
 
 
@@ -520,8 +530,7 @@ def _with_zero_series(results: Path, experiment: str) -> int:
                 ("relation_extend_bytes_per_s", 0.0),
             ):
                 rows.append((run_id, key, float(t), v))
-        with db.tx() as c:
-            c.executemany("INSERT INTO series VALUES (?,?,?,?)", rows)
+        _add_series(db, run_id, rows)
     return run_id
 
 

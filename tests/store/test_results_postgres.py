@@ -93,9 +93,18 @@ def _v1_sqlite(directory: Path) -> None:
     )
     conn.execute(V1_RUN)
     conn.execute("INSERT INTO metrics VALUES (7, 'wal_bytes', 1024)")
+    conn.executemany("INSERT INTO series VALUES (?,?,?,?)", V1_SERIES)
     conn.commit()
     conn.close()
 
+
+# its per-second series as point rows (versions 1 to 6), stored out of order: the
+# upgrade to version 7 packs them, NULL (not measured) kept as None
+V1_SERIES = [
+    (7, "tps", 2.0, 12.5), (7, "tps", 1.0, None), (7, "latency_ms", 1.0, 0.25),
+    (7, "tps", 3.0, 13.0),
+]  # fmt: skip
+V1_SERIES_READ = {"latency_ms": [(1.0, 0.25)], "tps": [(1.0, None), (2.0, 12.5), (3.0, 13.0)]}
 
 # a run as version 1 stored it (before host and copy_index)
 V1_RUN = (
@@ -115,6 +124,8 @@ def _v1_postgres(uri: str) -> None:
         )
         conn.execute(V1_RUN)
         conn.execute("INSERT INTO metrics VALUES (7, 'wal_bytes', 1024)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO series VALUES (%s,%s,%s,%s)", V1_SERIES)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
@@ -141,6 +152,9 @@ def test_migration_from_version_1(
         assert "provenance_json" not in lean and "settings_json" not in lean
         facts = {"version": "15.1", "build_key": "k7", "dataset": {"key": "d"}}
         assert json.loads(lean["facts_json"]) == facts
+        # version 7: its series packed, read back as they were stored, names in order
+        assert db.series(7) == V1_SERIES_READ and list(db.series(7)) == ["latency_ms", "tps"]
+        assert dict(db.series_of_runs([7], names=["tps"])) == {7: {"tps": V1_SERIES_READ["tps"]}}
         # the identity is (experiment, host, variant, round, copy): other hosts and copies
         # of the same variant and round are new runs, the same key twice is refused
         db.record_run(replace(_run("a", 1), experiment="old", host="h2"))
@@ -152,6 +166,11 @@ def test_migration_from_version_1(
     with open_store(spec, create=False) as db:  # opening again changes nothing
         conn: Any = getattr(db, "conn")  # noqa: B009  (both back ends' connection)
         versions = [r["version"] for r in conn.execute("SELECT version FROM schema_version")]
+        # the point rows' table is gone with its rows (version 7)
+        tables = "SELECT count(*) AS n FROM information_schema.tables WHERE table_name = ?"
+        if backend == "sqlite":
+            tables = "SELECT count(*) AS n FROM sqlite_master WHERE name = ?"
+        assert [r["n"] for r in conn.execute(tables, ("series",))] == [0]
     assert versions == [1, *sorted(MIGRATIONS)] and max(versions) == SCHEMA_VERSION
 
 
