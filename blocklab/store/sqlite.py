@@ -405,8 +405,9 @@ class ResultsDB(ReadAhead, DeviceProfiles):
                 f" WHERE run_id IN ({','.join('?' * len(ids))}){only}",
                 [*ids, *(names or ())],
             )
+            seconds: dict[bytes, list[float]] = {}  # each distinct seconds blob read once
             for run_id, name, t_s, value in sorted(rows, key=lambda r: (r[0], r[1])):
-                got[run_id][name] = series_packed.points(t_s, value)
+                got[run_id][name] = series_packed.points(t_s, value, seconds)
             for r in ids:
                 yield r, got[r]
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import struct
 
+import pytest
+
 from blocklab.store import series_packed
 
 
@@ -30,3 +32,13 @@ def test_blobs_are_little_endian_float64() -> None:
     ((_, _, t, v),) = series_packed.rows(1, {"tps": [(1.0, 2.5), (2.0, None)]})
     assert t == struct.pack("<2d", 1.0, 2.0)
     assert struct.unpack("<2d", v)[0] == 2.5 and math.isnan(struct.unpack("<2d", v)[1])
+
+
+def test_seconds_read_once_for_the_series_that_share_them() -> None:
+    rows = series_packed.rows(1, {"a": [(1.0, 1.0), (2.0, 2.0)], "b": [(1.0, 3.0), (2.0, None)]})
+    seconds: dict[bytes, list[float]] = {}
+    got = [series_packed.points(t, v, seconds) for _, _, t, v in rows]
+    assert got == [[(1.0, 1.0), (2.0, 2.0)], [(1.0, 3.0), (2.0, None)]]
+    assert list(seconds.values()) == [[1.0, 2.0]]  # one blob, read once
+    with pytest.raises(ValueError, match="2 seconds and 1 values"):
+        series_packed.points(rows[0][2], struct.pack("<d", 1.0))
