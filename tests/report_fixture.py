@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from blocklab.analysis import kept_trends
-from blocklab.store import ResultsDB, RunRecord
+from blocklab.store import ResultsDB, RunRecord, series_packed
 
 SYNTHETIC = "SYNTHETIC test data (made up, not measured)"
 # one real run's provenance and settings, as `blocklab run` stored them (real_details)
@@ -359,3 +359,18 @@ def differing_files(a: Path, b: Path) -> list[str]:
 
     walk(filecmp.dircmp(a, b), "")
     return diff
+
+
+def scale_series(db: ResultsDB, factor: float, run_id: int | None = None) -> None:
+    """Every stored series value times `factor` (of `run_id`'s series only, with it), in
+    the caller's transaction: what `UPDATE series SET value = factor * value` did to the
+    point rows before schema version 7 (blocklab.store.series_packed)."""
+    where, args = ("WHERE run_id = ?", (run_id,)) if run_id is not None else ("", ())
+    for r in db.conn.execute(f"SELECT run_id, name, t_s, value FROM run_series {where}", args):
+        pts = series_packed.points(r["t_s"], r["value"])
+        scaled = [(t, None if v is None else factor * v) for t, v in pts]
+        ((_, _, _, value),) = series_packed.rows(r["run_id"], {r["name"]: scaled})
+        db.conn.execute(
+            "UPDATE run_series SET value = ? WHERE run_id = ? AND name = ?",
+            (value, r["run_id"], r["name"]),
+        )

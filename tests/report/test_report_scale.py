@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_fixture import add_synthetic_run, differing_files, write_synthetic_results
+from report_fixture import (
+    add_synthetic_run,
+    differing_files,
+    scale_series,
+    write_synthetic_results,
+)
 
 from blocklab.report import build_site, data, runs_lists
 from blocklab.report.manifest import MANIFEST
@@ -190,7 +195,7 @@ def test_a_store_made_again_in_the_same_place_updates_every_file_it_changes(
         db.conn.execute(
             "UPDATE runs SET started_at = '2030-01-01T00:00:00+00:00' WHERE id = ?", (run_id,)
         )
-        db.conn.execute("UPDATE series SET value = 2 * value WHERE run_id = ?", (run_id,))
+        scale_series(db, 2.0, run_id)
         db.conn.commit()
     assert build_site(res, out).incremental
     assert differing_files(out, build_site(res, tmp_path / "full", full=True).out) == []

@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_fixture import add_synthetic_run, differing_files, write_synthetic_results
+from report_fixture import (
+    add_synthetic_run,
+    differing_files,
+    scale_series,
+    write_synthetic_results,
+)
 
 from blocklab.report import build_site
 from blocklab.report.resident import Resident
@@ -52,7 +57,7 @@ class Store:
         self.year = f"{2030 + next(self.made)}-"
         with ResultsDB(self.results, create=False) as db:
             db.conn.execute("UPDATE experiments SET created_at = ?", (f"{self.year}01-01",))
-            db.conn.execute("UPDATE series SET value = ? * value", (rng.uniform(0.5, 2.0),))
+            scale_series(db, rng.uniform(0.5, 2.0))
             db.conn.commit()
         self.date_runs()
 
