@@ -4,8 +4,8 @@ not measured, NULL before, is NaN there and None again when read).
 
 Until version 6 each point was a row (run_id, name, t_s, value). A report reads every
 run's series: at 10,000 runs of 8 series of 60 seconds, 4.8 million rows, and SQLite
-made a Python tuple of each (0.15 s for 200 runs here, 7.5 s of a full build's CPU).
-Packed, the same 200 runs are 1,600 rows of two short blobs each."""
+made a Python tuple of each: reading them all back took 4.7 s of CPU here, 1.8 s packed.
+Packed, 200 runs are 1,600 rows of two short blobs each."""
 
 from __future__ import annotations
 
