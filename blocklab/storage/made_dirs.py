@@ -11,6 +11,7 @@ alone, its entry dropped, and LeftAlone says what and why.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Mapping
@@ -36,19 +37,27 @@ def make_dir(directory: Path, state: State, *, key: str, purpose: str) -> dict[s
     if os.path.lexists(directory):
         raise UserError(foreign_message(directory, key))
     ensure_dir(directory.parent)
-    state.add(KIND, str(directory), purpose=purpose, made=False)
+    made_now = False
+    # an interruption anywhere from the entry's adding to its update (a Ctrl-C as a run
+    # makes its driver's directory) undoes both: an entry made=False was left, which
+    # nothing but `blocklab cleanup` dropped (a fresh-clone CI caught one)
     try:
-        os.mkdir(directory, 0o755)
-    except FileExistsError:
-        state.remove(KIND, str(directory))
-        raise UserError(foreign_message(directory, key)) from None
+        state.add(KIND, str(directory), purpose=purpose, made=False)
+        try:
+            os.mkdir(directory, 0o755)
+        except FileExistsError:
+            raise UserError(foreign_message(directory, key)) from None
+        made_now = True
+        os.chmod(directory, 0o755)  # whatever the umask
+        st = os.lstat(directory)
+        made = {"purpose": purpose, "made": True, "dev": st.st_dev, "ino": st.st_ino}
+        state.update(KIND, str(directory), **made)
     except BaseException:
+        if made_now:  # empty, and root's alone: made a moment ago in a sticky or own parent
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
         state.remove(KIND, str(directory))
         raise
-    os.chmod(directory, 0o755)  # whatever the umask
-    st = os.lstat(directory)
-    made = {"purpose": purpose, "made": True, "dev": st.st_dev, "ino": st.st_ino}
-    state.update(KIND, str(directory), **made)
     return made
 
 

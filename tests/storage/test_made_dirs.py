@@ -199,6 +199,29 @@ def test_a_directory_made_by_another_process_between_check_and_mkdir_is_refused(
     assert (user_dir / "d" / "theirs.txt").exists() and State(home.state_file).entries() == []
 
 
+@pytest.mark.parametrize("step", ["add", "mkdir", "chmod", "update"])
+def test_an_interruption_while_a_directory_is_made_leaves_no_entry_and_no_directory(
+    home: Paths, user_dir: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """A Ctrl-C at any step of make_dir (after the step's own work: the entry added, the
+    directory made, its mode set, the entry updated) leaves neither the entry nor the
+    directory. Before, one after the entry's adding left it, made=False, behind."""
+    state = State(home.state_file)
+    target = state if step in ("add", "update") else made_dirs.os
+    real = getattr(target, step)
+
+    def then_interrupted(*args: object, **kwargs: object) -> None:
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(target, step, then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        made_dirs.make_dir(user_dir / "d", state, key="storage.path", purpose="x")
+    monkeypatch.undo()
+    assert State(home.state_file).entries() == []
+    assert not (user_dir / "d").exists() and _intact(user_dir)
+
+
 def test_a_leftover_in_blocklabs_own_work_dir_is_cleared(home: Paths) -> None:
     leftover = home.work / "dirs" / "exp-data"
     leftover.mkdir(parents=True)
