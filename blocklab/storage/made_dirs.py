@@ -61,6 +61,16 @@ def make_dir(directory: Path, state: State, *, key: str, purpose: str) -> dict[s
     return made
 
 
+def remove_recorded(directory: Path, state: State) -> str | None:
+    """remove_dir of `directory` by the entry make_dir recorded for it; None, and nothing
+    done, without one (make_dir failed, and undid its entry). A caller that makes its
+    directory inside the `try` whose clean-up calls this leaves nothing behind, wherever
+    an interruption lands: even just as make_dir returned, before its result was kept."""
+    ident = str(directory)
+    info = next((e.info for e in state.entries() if e.kind == KIND and e.ident == ident), None)
+    return None if info is None else remove_dir(directory, info, state)
+
+
 def foreign_message(directory: Path, key: str) -> str:
     return (
         f"{key}: {directory} already exists and blocklab did not make it; blocklab never "

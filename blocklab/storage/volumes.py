@@ -157,10 +157,12 @@ def _dir_volume(req: StorageRequest, role: str, name: str, paths: Paths, state: 
     if not req.path and directory.is_dir() and not directory.is_symlink():
         safe_remove_tree(directory, [paths.work])  # a leftover in blocklab's own work dir
     key = "storage.path" if role == "data" else "storage.wal.path"
-    made = made_dirs.make_dir(directory, state, key=key, purpose="storage dir")
     vol = Volume(role, directory, None, {"kind": "dir", "path": str(directory)})
-    vol.undo.append(lambda: made_dirs.remove_dir(directory, made, state))
+    # undone by the entry make_dir records, and made inside the try: an interruption just
+    # as make_dir returned leaves neither the directory nor its entry behind
+    vol.undo.append(lambda: made_dirs.remove_recorded(directory, state))
     try:
+        made_dirs.make_dir(directory, state, key=key, purpose="storage dir")
         dev = device_for_path(directory)
     except BaseException:
         vol.release()

@@ -77,29 +77,32 @@ def driver_dir(raw_dir: Path, user: proc.User, state: State) -> Iterator[Path]:
             "temporary directory every user may traverse (/tmp)"
         )
     work = base / f"{DRIVER_DIR_PREFIX}{secrets.token_hex(6)}"
-    made = made_dirs.make_dir(work, state, key="TMPDIR", purpose="a driver's working dir")
+    # make_dir within the try: a Ctrl-C just as it returned, before a later `try`, left
+    # the directory and its entry (made=True) to `blocklab cleanup`; the entry recorded
+    # is what the directory is removed by, whatever step the interruption came after
+    dir_fd = -1
     try:
+        made_dirs.make_dir(work, state, key="TMPDIR", purpose="a driver's working dir")
         dir_fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except BaseException:
-        _remove(work, made, state)
-        raise
-    try:
         os.fchmod(dir_fd, 0o700)
         os.fchown(dir_fd, user.uid, user.gid)
         yield work
     finally:
         try:
-            _collect(dir_fd, raw_dir / DRIVER_DIR)
+            if dir_fd >= 0:
+                _collect(dir_fd, raw_dir / DRIVER_DIR)
         finally:
-            os.close(dir_fd)
-            _remove(work, made, state)
+            if dir_fd >= 0:
+                os.close(dir_fd)
+            _remove(work, state)
 
 
-def _remove(work: Path, made: dict[str, object], state: State) -> None:
+def _remove(work: Path, state: State) -> None:
     """Delete the driver's directory when its name is still the directory made (its user
-    owns it, so it can rename it: whatever is under the name then is left alone)."""
+    owns it, so it can rename it: whatever is under the name then is left alone), as its
+    State entry says; nothing when it has none (make_dir failed, and undid its entry)."""
     try:
-        made_dirs.remove_dir(work, made, state)
+        made_dirs.remove_recorded(work, state)
     except made_dirs.LeftAlone:
         pass
 

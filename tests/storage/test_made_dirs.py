@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,6 +221,26 @@ def test_an_interruption_while_a_directory_is_made_leaves_no_entry_and_no_direct
     monkeypatch.undo()
     assert State(home.state_file).entries() == []
     assert not (user_dir / "d").exists() and _intact(user_dir)
+
+
+def test_an_interruption_as_make_dir_returns_leaves_no_storage_dir_behind(
+    home: Paths, user_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C just as make_dir returned, before the volume kept what it made: the
+    provisioning is undone by the entry make_dir recorded, so neither the storage
+    directory nor its entry is left for `blocklab cleanup`. Before, both were."""
+    real = made_dirs.make_dir
+
+    def then_interrupted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(made_dirs, "make_dir", then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _provision(home, user_dir)
+    monkeypatch.undo()
+    assert State(home.state_file).entries() == []
+    assert sorted(p.name for p in user_dir.iterdir()) == ["precious.txt"] and _intact(user_dir)
 
 
 def test_a_leftover_in_blocklabs_own_work_dir_is_cleared(home: Paths) -> None:

@@ -16,7 +16,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +26,7 @@ from blocklab import proc
 from blocklab.paths import Paths, ensure_dir
 from blocklab.state import State
 from blocklab.storage.cleanup import release_all
+from blocklab.workloads import execution
 from blocklab.workloads.execution import DRIVER_DIR, driver_user, execute, run_driver
 
 
@@ -112,6 +115,64 @@ def test_the_working_directory_is_in_the_state_while_the_driver_runs(raw: Path) 
     assert (entry["kind"], entry["ident"], entry["info"]["made"]) == ("tempdir", cwd, True)
     assert entry["owner_pid"] == os.getpid()
     assert not Path(cwd).exists() and _state(raw).entries() == []
+
+
+@pytest.mark.parametrize("after", ["make_dir", "os.open", "fchmod", "fchown"])
+def test_a_ctrl_c_as_the_directory_is_made_leaves_neither_it_nor_its_entry(
+    raw: Path, monkeypatch: pytest.MonkeyPatch, after: str
+) -> None:
+    """A Ctrl-C that lands just after a step of making the driver's directory (make_dir
+    returned, the directory opened, its mode or owner set) undoes what was made: no
+    directory and no State entry are left for `blocklab cleanup`. Before, one landing
+    as make_dir returned left both (made=True)."""
+    made: list[Path] = []
+    opened: list[int] = []  # the descriptor an interrupted os.open gave: closed here
+    real_make = execution.made_dirs.make_dir
+
+    def make_dir(directory: Path, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        made.append(directory)
+        return real_make(directory, *args, **kwargs)
+
+    def interrupted(real: Callable[..., Any]) -> Callable[..., Any]:
+        """`real`, then a KeyboardInterrupt, once (the clean-up's own calls go on)."""
+        calls = []
+
+        def step(*args: Any, **kwargs: Any) -> Any:
+            got = real(*args, **kwargs)
+            calls.append(1)
+            if len(calls) == 1:
+                raise KeyboardInterrupt
+            return got
+
+        return step
+
+    monkeypatch.setattr(execution.made_dirs, "make_dir", make_dir)
+    if after == "make_dir":
+        monkeypatch.setattr(execution.made_dirs, "make_dir", interrupted(make_dir))
+    else:
+        name = after.removeprefix("os.")
+        real = getattr(os, name)
+
+        def kept(*args: Any, **kwargs: Any) -> Any:
+            got = real(*args, **kwargs)
+            if name == "open" and not opened:  # the interrupted call's
+                opened.append(got)
+            return got
+
+        monkeypatch.setattr(os, name, interrupted(kept))
+    state = _state(raw)
+    try:
+        with pytest.raises(KeyboardInterrupt), execution.driver_dir(raw, driver_user(), state):
+            pytest.fail("the directory was made whole")
+    finally:
+        monkeypatch.undo()
+        for fd in opened:
+            os.close(fd)
+    (work,) = made
+    try:
+        assert not work.exists() and state.entries() == []
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 KILLED = """
