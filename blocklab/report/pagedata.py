@@ -165,21 +165,35 @@ def differences(own: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, An
     that are objects in both (a real run's probe facts differ from its variant's first
     run's in a few numbers of 40 keys: the whole object was 1.3 kB of a packed page);
     "removed", `base`'s keys that `own` lacks. Empty parts are left out."""
-    out: dict[str, Any] = {"changed": {}}
+    changed: dict[str, Any] = {}
     patched = {}
+    shared = 0  # `own`'s keys that `base` has: all of `base`'s when none is removed
     for k, v in own.items():
-        if k not in base:
-            out["changed"][k] = v
-        elif base[k] != v:
-            if isinstance(v, Mapping) and isinstance(base[k], Mapping):
-                patched[k] = differences(v, base[k])
-            else:
-                out["changed"][k] = v
+        b = base.get(k, _ABSENT)
+        if b is _ABSENT:
+            changed[k] = v
+            continue
+        shared += 1
+        if b == v:
+            continue
+        if _is_mapping(v) and _is_mapping(b):
+            patched[k] = differences(v, b)
+        else:
+            changed[k] = v
+    out: dict[str, Any] = {"changed": changed}
     if patched:
         out["patched"] = patched
-    if removed := [k for k in base if k not in own]:
-        out["removed"] = removed
+    if shared < len(base):
+        out["removed"] = [k for k in base if k not in own]
     return out
+
+
+_ABSENT = object()
+
+
+def _is_mapping(v: Any) -> bool:
+    """A Mapping; a dict (what JSON gives) found without the ABC's slower check."""
+    return isinstance(v, dict) or isinstance(v, Mapping)
 
 
 def run_json(
@@ -196,9 +210,9 @@ def run_json(
     "throughput" names the throughput's series, "ma10" its moving average at its seconds
     (the page holds each value once). "details": the run's provenance, settings and
     metrics and its variant's definition, which the page shows as JSON."""
-    ts = [t for pts in detail.series.values() for t, _ in pts]
+    seconds = {k: [p[0] for p in pts] for k, pts in detail.series.items()}  # each once
     key = next((n for n in data.THROUGHPUT_SERIES if detail.series.get(n)), None)
-    t, cols, pairs = columns(detail.series, key)
+    t, cols, pairs = columns(detail.series, key, seconds)
     ma10 = shape.moving_average(data.throughput_series(detail.series), 10.0)
     return {
         "t": t,
@@ -209,8 +223,8 @@ def run_json(
         "throughput": key,
         "throughput_name": throughput_name,
         "checkpoints": detail.checkpoints,
-        "tmin": min(ts, default=0.0),
-        "tmax": max(ts, default=1.0),
+        "tmin": min((min(ts) for ts in seconds.values() if ts), default=0.0),
+        "tmax": max((max(ts) for ts in seconds.values() if ts), default=1.0),
         "details": _details(detail.details, run, variant, base),
     }
 
@@ -239,22 +253,27 @@ def pack(value: Any) -> str:
 
 
 def columns(
-    series: dict[str, list[tuple[float, float | None]]], first: str | None = None
+    series: dict[str, list[tuple[float, float | None]]],
+    first: str | None = None,
+    seconds: Mapping[str, list[float]] | None = None,
 ) -> tuple[list[float | int], dict[str, list[float | None]], dict[str, list[Any]]]:
     """(the seconds of series `first` (else of the first one), the values of every series
-    sampled at exactly those seconds, the others as compact [t, v] pairs)."""
+    sampled at exactly those seconds, the others as compact [t, v] pairs). `seconds`:
+    each series' seconds, when the caller has them."""
     if not series:
         return [], {}, {}
-    base = series[first] if first in series else next(iter(series.values()))
-    t = [p[0] for p in base]
+    if seconds is None:
+        seconds = {k: [p[0] for p in pts] for k, pts in series.items()}
+    t = seconds[first] if first in series else next(iter(seconds.values()))
     cols: dict[str, list[float | None]] = {}
     pairs: dict[str, list[Any]] = {}
     for k, pts in series.items():
-        if [p[0] for p in pts] == t:
-            cols[k] = [v for _, v in pts]
+        if seconds[k] == t:
+            cols[k] = [p[1] for p in pts]
         else:
             pairs[k] = compact(pts)
-    return [whole_seconds(x) for x in t], cols, pairs
+    # whole_seconds inline: a call a second was a third of this function's time
+    return [int(x) if float(x).is_integer() else x for x in t], cols, pairs
 
 
 def grid_json(exp: ExperimentView, entries: list[manifest.RunEntry]) -> dict[str, Any]:
