@@ -4,8 +4,10 @@ make run it as always and pg_config still names plain `gcc`.
 
 Two builds of one geometry that differ only in their link order (a `layout_seed`) or in a
 patch to a few .c files compile the same objects: the second build takes them from the
-cache and only links. Builds at another page size share nothing (BLCKSZ is in
-pg_config.h, which every file includes). ccache returns the object the compiler made, so
+cache and only links. Builds at another page size share nothing: BLCKSZ is in
+pg_config.h, which every file includes, and c.h (included by every file) declares
+PGAlignedBlock as `char data[BLCKSZ]`, so even a file's preprocessed text differs and no
+ccache mode finds its object again. ccache returns the object the compiler made, so
 the binaries are the same with or without it; the build key ignores it.
 
 On a cold cache ccache costs CPU: it runs the preprocessor once more per file to hash
