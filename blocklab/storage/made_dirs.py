@@ -29,9 +29,9 @@ class LeftAlone(StorageError):
     """A recorded directory that is not (or no longer) the one blocklab made: not deleted."""
 
 
-def make_dir(directory: Path, state: State, *, key: str, purpose: str) -> dict[str, Any]:
-    """Make `directory` (mode 0755) as blocklab's own, recorded before it is made;
-    returns its State info (made, dev, ino) for remove_dir.
+def make_dir(directory: Path, state: State, *, key: str, purpose: str) -> None:
+    """Make `directory` (mode 0755) as blocklab's own, recorded before it is made; its
+    State entry (made, dev, ino) is what remove_recorded removes it by.
     UserError naming `key` when something already has that name: blocklab neither
     takes over nor deletes what it did not make."""
     if os.path.lexists(directory):
@@ -50,15 +50,13 @@ def make_dir(directory: Path, state: State, *, key: str, purpose: str) -> dict[s
         made_now = True
         os.chmod(directory, 0o755)  # whatever the umask
         st = os.lstat(directory)
-        made = {"purpose": purpose, "made": True, "dev": st.st_dev, "ino": st.st_ino}
-        state.update(KIND, str(directory), **made)
+        state.update(KIND, str(directory), made=True, dev=st.st_dev, ino=st.st_ino)
     except BaseException:
         if made_now:  # empty, and root's alone: made a moment ago in a sticky or own parent
             with contextlib.suppress(OSError):
                 os.rmdir(directory)
         state.remove(KIND, str(directory))
         raise
-    return made
 
 
 def remove_recorded(directory: Path, state: State) -> str | None:
