@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -200,6 +201,16 @@ def test_a_directory_made_by_another_process_between_check_and_mkdir_is_refused(
     assert (user_dir / "d" / "theirs.txt").exists() and State(home.state_file).entries() == []
 
 
+def _then_interrupted(real: Callable[..., Any]) -> Callable[..., NoReturn]:
+    """`real`, then a KeyboardInterrupt: a Ctrl-C landing just after its work."""
+
+    def step(*args: Any, **kwargs: Any) -> NoReturn:
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    return step
+
+
 @pytest.mark.parametrize("step", ["add", "mkdir", "chmod", "update"])
 def test_an_interruption_while_a_directory_is_made_leaves_no_entry_and_no_directory(
     home: Paths, user_dir: Path, monkeypatch: pytest.MonkeyPatch, step: str
@@ -209,13 +220,7 @@ def test_an_interruption_while_a_directory_is_made_leaves_no_entry_and_no_direct
     directory. Before, one after the entry's adding left it, made=False, behind."""
     state = State(home.state_file)
     target = state if step in ("add", "update") else made_dirs.os
-    real = getattr(target, step)
-
-    def then_interrupted(*args: object, **kwargs: object) -> None:
-        real(*args, **kwargs)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(target, step, then_interrupted)
+    monkeypatch.setattr(target, step, _then_interrupted(getattr(target, step)))
     with pytest.raises(KeyboardInterrupt):
         made_dirs.make_dir(user_dir / "d", state, key="storage.path", purpose="x")
     monkeypatch.undo()
@@ -229,13 +234,7 @@ def test_an_interruption_as_make_dir_returns_leaves_no_storage_dir_behind(
     """A Ctrl-C just as make_dir returned, before the volume kept what it made: the
     provisioning is undone by the entry make_dir recorded, so neither the storage
     directory nor its entry is left for `blocklab cleanup`. Before, both were."""
-    real = made_dirs.make_dir
-
-    def then_interrupted(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        real(*args, **kwargs)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(made_dirs, "make_dir", then_interrupted)
+    monkeypatch.setattr(made_dirs, "make_dir", _then_interrupted(made_dirs.make_dir))
     with pytest.raises(KeyboardInterrupt):
         _provision(home, user_dir)
     monkeypatch.undo()
