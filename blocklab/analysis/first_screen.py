@@ -72,11 +72,17 @@ def verdict_lines(s: ExperimentSummary, *, name_reference: bool = True) -> list[
 
 def mixed_lines(s: ExperimentSummary, v: VariantSummary) -> list[str]:
     """'! not one comparison: bs=4k's runs came from 2 builds (checks)' when the variant
-    or its reference pooled runs of more than one build or dataset (mixed_inputs)."""
+    or its reference pooled runs of more than one build or dataset (mixed_inputs); '! the
+    sessions disagree: ...' when its answer moved between sessions (analysis.sessions)."""
     return [
         f"! not one comparison: {m.label}'s runs came from {len(m.runs)} {m.what} (checks)"
         for m in s.mixed
         if m.variant_id in (v.variant_id, v.reference_id)
+    ] + [
+        f"! the sessions disagree: {len(c.sessions)} sessions gave other answers; the "
+        "interval holds within one (checks)"
+        for c in s.sessions
+        if c.variant_id == v.variant_id and c.disagree
     ]
 
 
@@ -171,6 +177,7 @@ def check_lines(s: ExperimentSummary) -> list[str]:
     ):
         lines.append(layout.UNCONTROLLED)
     lines += [m.line() for m in s.mixed]  # more than one build or dataset (mixed_inputs)
+    lines += [c.line() for c in s.sessions]  # more than one session (analysis.sessions)
     lines += s.disturbance  # other processes' use of the CPUs (blocklab.analysis.disturbance)
     lines += failed_lines(s.variants)
     return lines

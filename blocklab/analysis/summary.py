@@ -26,6 +26,7 @@ from blocklab.analysis import (
     kept_trends,
     mixed_inputs,
     precision,
+    sessions,
     stationarity,
     stats,
 )
@@ -44,6 +45,7 @@ from blocklab.analysis.metrics import (
     verdict_text,
 )
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
+from blocklab.analysis.sessions import SessionCheck
 from blocklab.analysis.setting import ok_provenances, setting_line
 from blocklab.analysis.summary_memo import SummaryMemo, reduction_key
 from blocklab.errors import UserError
@@ -100,6 +102,7 @@ class ExperimentSummary:
     layout_arms: list[str] = field(default_factory=list)
     # the variants whose runs came from more than one build or dataset (mixed_inputs)
     mixed: list[mixed_inputs.Mixed] = field(default_factory=list)
+    sessions: list[SessionCheck] = field(default_factory=list)  # between sessions (sessions)
 
     def log_ratios(self) -> list[list[float]]:
         """Per comparison, the per-round log ratios other / reference (the samples the
@@ -247,8 +250,7 @@ def summarize_experiment(
     )
     result.equivalence_pct, result.checkpoint = equivalence_of(exp), checkpoint_of(exp)
     labels = {v["variant_id"]: v["label"] for v in variants}
-    if checks:
-        _what_ran(result, exp, variants, all_runs, host or "", labels)
+    session_of = _what_ran(result, exp, variants, all_runs, host or "", labels) if checks else {}
     runs_of = _runs_by_variant(labels, all_runs)
     refs = {v["reference_id"] or ref_id for v in variants} - {None}
     reduced, slots = _reduced(db, design, runs_of, refs, metric, memo)
@@ -270,6 +272,7 @@ def summarize_experiment(
         return result
     result.carryover = carry_over(db, all_runs, metric)
     result.layout, result.layout_arms = layout_control(result.variants)
+    result.sessions = sessions.find(result.variants, session_of, slots)
     if design == designs.INTERLEAVED and metric == "tps" and aa_refs:
         result.aa, what, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
         result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs) + f" {what}"
@@ -285,12 +288,16 @@ def _what_ran(
     runs: Sequence[Row],
     host: str,
     labels: dict[str, str],
-) -> None:
+) -> dict[str, dict[int, str]]:
     """The setting line, and the variants whose runs came from more than one build or
-    dataset (mixed_inputs), from the runs' provenance parsed once."""
+    dataset (mixed_inputs), from the runs' provenance parsed once; returns each variant's
+    rounds by the session that ran them (analysis.sessions)."""
     provenances = ok_provenances(runs)
     result.setting = setting_line(exp, variants, runs, host, [prov for _, prov in provenances])
     result.mixed = mixed_inputs.find(labels, provenances)
+    ok = [r["round"] for r in runs if r["status"] == "ok"]
+    named = zip(ok, provenances, strict=True)
+    return sessions.rounds_by_session((vid, r, p.get("session")) for r, (vid, p) in named)
 
 
 def _add_side(

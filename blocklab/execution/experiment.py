@@ -17,6 +17,7 @@ again, none is duplicated.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -152,6 +153,9 @@ class Loop:
         self.progress = progress
         self.clock = clock
         self.started = clock()
+        # the runs this loop stores name it (analysis.sessions: do its rounds agree with
+        # another session's of the same experiment?)
+        self.session = f"{now_iso()} pid {os.getpid()}"
         self.ok = 0
         self.failed = 0
         # variant_id -> why its server could not start (it is not tried again)
@@ -379,6 +383,7 @@ class Loop:
         record.raw_dir = self.db.raw_ref(raw_dir)
         record.copy_index = copy_index
         record.host = self.host
+        record.provenance = {**record.provenance, "session": self.session}
         with results_space.guard(self.db.directory):
             run_id = self.db.record_run(record)
         faults.step("stored")

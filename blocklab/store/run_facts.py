@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 # the provenance's keys kept: "dataset" as {"key": ...} only
-FACTS = ("version", "build_key", "dataset")
+FACTS = ("version", "build_key", "dataset", "session")
 FILL_CHUNK = 500  # runs read at once when an upgrade fills the facts of older runs
 
 

@@ -56,6 +56,15 @@ def _runs(results: Path) -> list[tuple[str, int, str]]:
             return []
 
 
+def _sessions(results: Path) -> dict[tuple[str, int], str]:
+    """(variant id, round) -> the session its stored run names (analysis/sessions.py)."""
+    with sqlite3.connect(results / "blocklab.sqlite", timeout=30) as c:
+        rows = c.execute(
+            "SELECT variant_id, round, json_extract(provenance_json, '$.session') FROM runs"
+        )
+        return {(vid, rnd): session for vid, rnd, session in rows}
+
+
 def _setting(results: Path, name: str) -> dict[str, str]:
     """block_size -> the setting's effective value, read back from pg_settings."""
     with sqlite3.connect(results / "blocklab.sqlite") as c:
@@ -133,6 +142,11 @@ def test_sigkill_mid_run_then_resume_ends_with_the_planned_runs(
     assert {s for _, _, s in after} == {"ok"}
     assert set(before) <= set(after)  # finished runs were kept, not redone
     assert "resuming: " in again.stderr
+    # each loop names its session in the runs it stores: the killed one's, the resumed one's
+    sessions = _sessions(results)
+    first = {sessions[(vid, rnd)] for vid, rnd, _ in before}
+    later = {sessions[k] for k in keys} - first
+    assert len(first) == 1 and len(later) == 1 and None not in first | later, sessions
     # the bytes policy took the reference's (4 kB) page size: 100 pages of 4 kB = 50 of 8 kB
     assert _setting(results, "bgwriter_lru_maxpages") == {"4096": "100", "8192": "50"}
     assert _servers_of(paths) == []
