@@ -81,7 +81,7 @@ def mixed_lines(s: ExperimentSummary, v: VariantSummary) -> list[str]:
     ] + [
         f"! the sessions disagree: {len(c.sessions)} sessions gave other answers; the "
         "interval holds within one (checks)"
-        for c in s.sessions
+        for c in s.sessions.checks
         if c.variant_id == v.variant_id and c.disagree
     ]
 
@@ -177,7 +177,7 @@ def check_lines(s: ExperimentSummary) -> list[str]:
     ):
         lines.append(layout.UNCONTROLLED)
     lines += [m.line() for m in s.mixed]  # more than one build or dataset (mixed_inputs)
-    lines += [c.line() for c in s.sessions]  # more than one session (analysis.sessions)
+    lines += s.sessions.lines()  # how many sessions, and whether they agree (analysis.sessions)
     lines += s.disturbance  # other processes' use of the CPUs (blocklab.analysis.disturbance)
     lines += failed_lines(s.variants)
     return lines

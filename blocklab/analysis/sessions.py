@@ -24,10 +24,12 @@ the two fits gives the same, tests/analysis/test_sessions.py). Rounds whose two 
 from different sessions (a round interrupted and run again) and runs that name no session
 are left out. A variant's drift that its reference shares cancels in d.
 
-When the sessions disagree (p < 0.05), the comparison's interval does not hold across
-sessions: the answer across them is the mean of the sessions' levels, with a t interval on
-S - 1 degrees of freedom (each session one observation; with two sessions it is wide, and
-that is what two sessions know).
+The line also gives the answer across sessions: the mean of the sessions' levels with a t
+interval on S - 1 degrees of freedom, each session one observation (with two sessions it
+is wide: that is what two sessions know of a session level). A test that finds no
+difference between a few sessions does not show there is none; the interval across them
+is what holds if there is. When the sessions disagree (p < 0.05), the comparison's own
+interval, which counts rounds, does not hold across sessions, and its verdict says so.
 """
 
 from __future__ import annotations
@@ -59,8 +61,9 @@ class SessionCheck:
     sessions: tuple[Session, ...]  # in the order of their first round
     f_stat: float
     p_value: float
-    # with disagreeing sessions: the mean of their levels and its 95 % interval, in %
-    across_pct: tuple[float, float, float] | None
+    # the mean of the sessions' levels and its 95 % interval (t, S - 1 df), in %: the
+    # answer across sessions, each one observation
+    across_pct: tuple[float, float, float]
 
     @property
     def disagree(self) -> bool:
@@ -72,17 +75,40 @@ class SessionCheck:
         each = ", ".join(f"rounds {_spans(s.rounds)}: {s.level_pct:+.1f} %" for s in self.sessions)
         test = f"F = {self.f_stat:.2f}, {_p(self.p_value)}"
         n = len(self.sessions)
+        mean, low, high = self.across_pct
+        across = f"across sessions {mean:+.1f} % ({low:+.1f} to {high:+.1f})"
         if not self.disagree:
             return (
                 f"sessions: {self.label} in {n} sessions ({each}): no difference between "
-                f"them detected ({test})"
+                f"them detected ({test}); {across}"
             )
-        mean, low, high = self.across_pct or (math.nan, math.nan, math.nan)
         return (
             f"! sessions: {self.label} differed between its {n} sessions ({each}; {test}): "
-            f"its interval counts rounds, not sessions; across sessions {mean:+.1f} % "
-            f"({low:+.1f} to {high:+.1f})"
+            f"its interval counts rounds, not sessions; {across}"
         )
+
+
+@dataclass(frozen=True)
+class Sessions:
+    """What the summary says of an experiment's sessions."""
+
+    checks: tuple[SessionCheck, ...] = ()  # one per comparison that spans two or more
+    # each session its runs name, with its rounds, in the order of their first round
+    rounds_of: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    def lines(self) -> list[str]:
+        """One session: the interval holds within it (and how to add another); one a round
+        (a fleet's jobs): it holds across them; else each comparison's check."""
+        n = len(self.rounds_of)
+        if n == 1:
+            rounds = self.rounds_of[0][1]
+            return [
+                f"sessions: 1 (rounds {_spans(rounds)}): the interval holds within it; "
+                f"`--rounds {2 * max(rounds)}` later adds a second to compare"
+            ]
+        if n > 1 and all(len(rounds) == 1 for _, rounds in self.rounds_of):
+            return [f"sessions: one a round ({n}): the interval holds across sessions"]
+        return [c.line() for c in self.checks]
 
 
 class Compared(Protocol):
@@ -106,10 +132,11 @@ def find(
     variants: Sequence[Compared],
     session_of: Mapping[str, Mapping[int, str]],
     slots: Mapping[str, Mapping[int, float]],
-) -> list[SessionCheck]:
-    """The check of each comparison on the ratio scale (its comparison's `scale`) whose
-    rounds came from two sessions or more; `slots`: variant id -> its storage slot per
-    round (the interleaved design's, as its comparison fits it)."""
+) -> Sessions:
+    """The sessions named (`session_of`: variant id -> round -> session), and the check of
+    each comparison on the ratio scale (its comparison's `scale`) whose rounds came from
+    two sessions or more; `slots`: variant id -> its storage slot per round (the
+    interleaved design's, as its comparison fits it)."""
     by_id = {v.variant_id: v for v in variants}
     out = []
     for v in variants:
@@ -122,7 +149,12 @@ def find(
         )  # fmt: skip
         if found is not None:
             out.append(found)
-    return out
+    rounds: dict[str, set[int]] = {}
+    for by_round in session_of.values():
+        for r, name in by_round.items():
+            rounds.setdefault(name, set()).add(r)
+    named = sorted(rounds.items(), key=lambda kv: min(kv[1]))
+    return Sessions(tuple(out), tuple((name, tuple(sorted(rs))) for name, rs in named))
 
 
 def rounds_by_session(
@@ -184,8 +216,7 @@ def check(
         Session(s, tuple(r for r in rounds if mine[r] == s), 100.0 * math.expm1(float(lv)))
         for s, lv in zip(names, levels, strict=True)
     )
-    across = _across(levels) if p < ALPHA else None
-    return SessionCheck(variant_id, label, sessions, max(0.0, f_stat), p, across)
+    return SessionCheck(variant_id, label, sessions, max(0.0, f_stat), p, _across(levels))
 
 
 def _fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:

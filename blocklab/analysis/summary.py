@@ -45,7 +45,7 @@ from blocklab.analysis.metrics import (
     verdict_text,
 )
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
-from blocklab.analysis.sessions import SessionCheck
+from blocklab.analysis.sessions import Sessions
 from blocklab.analysis.setting import ok_provenances, setting_line
 from blocklab.analysis.summary_memo import SummaryMemo, reduction_key
 from blocklab.errors import UserError
@@ -102,7 +102,7 @@ class ExperimentSummary:
     layout_arms: list[str] = field(default_factory=list)
     # the variants whose runs came from more than one build or dataset (mixed_inputs)
     mixed: list[mixed_inputs.Mixed] = field(default_factory=list)
-    sessions: list[SessionCheck] = field(default_factory=list)  # between sessions (sessions)
+    sessions: Sessions = field(default_factory=Sessions)  # (analysis.sessions)
 
     def log_ratios(self) -> list[list[float]]:
         """Per comparison, the per-round log ratios other / reference (the samples the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -190,14 +191,15 @@ def test_the_lines_say_which_rounds_gave_what() -> None:
     assert c.line() == (
         "! sessions: bs=4k differed between its 2 sessions (rounds 1-4: +5.1 %, rounds 5-8: "
         "-3.0 %; F = 192.00, p < 0.001): its interval counts rounds, not sessions; across "
-        f"sessions +1.0 % ({c.across_pct[1]:+.1f} to {c.across_pct[2]:+.1f})"  # type: ignore[index]
+        f"sessions +1.0 % ({c.across_pct[1]:+.1f} to {c.across_pct[2]:+.1f})"
     )
-    assert c.across_pct is not None and c.across_pct[1] < -30 and c.across_pct[2] > 50
+    assert c.across_pct[1] < -30 and c.across_pct[2] > 50
     same = _check(np.array([0.01, 0.03, 0.02, 0.02, 0.03, 0.01]), ["a", "b"] * 3, None)
     assert same is not None and not same.disagree
     assert same.line() == (
         "sessions: bs=4k in 2 sessions (rounds 1, 3, 5: +2.0 %, rounds 2, 4, 6: +2.0 %): no "
-        "difference between them detected (F = 0.00, p = 1.00)"
+        "difference between them detected (F = 0.00, p = 1.00); across sessions +2.0 % (+2.0 "
+        "to +2.0)"
     )
 
 
@@ -210,18 +212,22 @@ def _store(tmp_path: Path) -> Path:
     return results
 
 
-def _name_sessions(db: ResultsDB, moved_pct: float) -> str:
-    """Rounds 1-3 as one session, 4-6 as another (their provenance and kept facts, as the
-    experiment loop stores them); bs=4k's tps in the second moved by `moved_pct`.
-    Returns bs=4k's variant id."""
+def _halves(round_no: int) -> str:
+    return "s1" if round_no <= 3 else "s2"
+
+
+def _name_sessions(db: ResultsDB, moved_pct: float, name_of: Callable[[int], str] = _halves) -> str:
+    """Each round's runs named with the session `name_of` gives it (their provenance and
+    kept facts, as the experiment loop stores them: rounds 1-3 one, 4-6 another); bs=4k's
+    tps in rounds 4-6 moved by `moved_pct`. Returns bs=4k's variant id."""
     four = db.conn.execute("SELECT variant_id FROM variants WHERE label LIKE 'bs=4k%'").fetchone()
     stored = (("runs", "provenance_json", "id"), ("run_facts", "facts_json", "run_id"))
     for table, column, key in stored:
-        for late, name in ((0, "s1"), (1, "s2")):
+        for round_no in range(1, 7):
             db.conn.execute(
                 f"UPDATE {table} SET {column} = json_set({column}, '$.session', ?) WHERE "
-                f"{key} IN (SELECT id FROM runs WHERE (round > 3) = ?)",
-                (name, late),
+                f"{key} IN (SELECT id FROM runs WHERE round = ?)",
+                (name_of(round_no), round_no),
             )
     db.conn.execute(
         "UPDATE runs SET tps = tps * ? WHERE variant_id = ? AND round > 3",
@@ -234,11 +240,12 @@ def _name_sessions(db: ResultsDB, moved_pct: float) -> str:
 def test_the_summary_names_sessions_that_disagree_and_flags_the_verdict(tmp_path: Path) -> None:
     results = _store(tmp_path)
     with ResultsDB(results) as db:
-        assert summarize_experiment(db, "two").sessions == []  # no run names a session
+        assert summarize_experiment(db, "two").sessions == sessions.Sessions()  # none named
         four = _name_sessions(db, 40.0)
         db.read_ahead("two")  # as the report and `blocklab summary` read them
         s = summarize_experiment(db, "two")
-    (c,) = s.sessions
+    (c,) = s.sessions.checks
+    assert [name for name, _ in s.sessions.rounds_of] == ["s1", "s2"]
     assert c.variant_id == four and c.disagree
     assert [x.rounds for x in c.sessions] == [(1, 2, 3), (4, 5, 6)]
     assert c.sessions[1].level_pct - c.sessions[0].level_pct > 30
@@ -257,7 +264,29 @@ def test_sessions_that_agree_get_a_plain_line_and_no_flag(tmp_path: Path) -> Non
         s = summarize_experiment(db, "two")
         stored = json.loads(db.conn.execute("SELECT facts_json FROM run_facts").fetchone()[0])
     assert stored["session"] in ("s1", "s2")
-    (c,) = s.sessions
+    (c,) = s.sessions.checks
     screen = first_screen.first_screen(s)
     assert c.line().startswith("sessions: ") and f"  {c.line()}" in screen
     assert not [line for line in screen if "sessions disagree" in line]
+
+
+def test_one_session_says_the_interval_holds_within_it_and_how_to_add_one(tmp_path: Path) -> None:
+    results = _store(tmp_path)
+    with ResultsDB(results) as db:
+        _name_sessions(db, 0.0, lambda _: "only")
+        s = summarize_experiment(db, "two")
+    assert s.sessions.checks == ()
+    assert (
+        "  sessions: 1 (rounds 1-6): the interval holds within it; `--rounds 12` later adds "
+        "a second to compare"
+    ) in first_screen.first_screen(s)
+
+
+def test_a_session_a_round_as_a_fleet_runs_them_holds_across_sessions(tmp_path: Path) -> None:
+    results = _store(tmp_path)
+    with ResultsDB(results) as db:
+        _name_sessions(db, 0.0, lambda r: f"job {r}")
+        s = summarize_experiment(db, "two")
+    assert s.sessions.checks == ()  # nothing left within a session to test against
+    screen = first_screen.first_screen(s)
+    assert "  sessions: one a round (6): the interval holds across sessions" in screen
