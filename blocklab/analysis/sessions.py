@@ -95,11 +95,14 @@ class Sessions:
     checks: tuple[SessionCheck, ...] = ()  # one per comparison that spans two or more
     # each session its runs name, with its rounds, in the order of their first round
     rounds_of: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    unnamed: bool = False  # a round with values whose runs name no session, or two
 
     def lines(self) -> list[str]:
         """One session: the interval holds within it (and how to add another); one a round
         (a fleet's jobs): it holds across them; else each comparison's check."""
         n = len(self.rounds_of)
+        if self.unnamed:  # older runs, or a round split between sessions: no claim on them
+            return [c.line() for c in self.checks]
         if n == 1:
             rounds = self.rounds_of[0][1]
             return [
@@ -154,7 +157,9 @@ def find(
         for r, name in by_round.items():
             rounds.setdefault(name, set()).add(r)
     named = sorted(rounds.items(), key=lambda kv: min(kv[1]))
-    return Sessions(tuple(out), tuple((name, tuple(sorted(rs))) for name, rs in named))
+    measured = {r for v in variants for r in v.values}
+    unnamed = bool(named) and bool(measured - set().union(*(rs for _, rs in named)))
+    return Sessions(tuple(out), tuple((name, tuple(sorted(rs))) for name, rs in named), unnamed)
 
 
 def rounds_by_session(

@@ -297,7 +297,7 @@ def _what_ran(
     result.mixed = mixed_inputs.find(labels, provenances)
     ok = [r["round"] for r in runs if r["status"] == "ok"]
     named = zip(ok, provenances, strict=True)
-    return sessions.rounds_by_session((vid, r, p.get("session")) for r, (vid, p) in named)
+    return sessions.rounds_by_session((vid, r, p.get("session") or None) for r, (vid, p) in named)
 
 
 def _add_side(

@@ -282,6 +282,26 @@ def test_one_session_says_the_interval_holds_within_it_and_how_to_add_one(tmp_pa
     ) in first_screen.first_screen(s)
 
 
+def test_rounds_that_name_no_session_are_not_claimed_for_one(tmp_path: Path) -> None:
+    """Rounds 1-3 stored before sessions were recorded, 4-6 by one session: no line says
+    the experiment ran in one."""
+    results = _store(tmp_path)
+    with ResultsDB(results) as db:
+        _name_sessions(db, 0.0, lambda r: "later" if r > 3 else "")
+        db.conn.execute(
+            "UPDATE runs SET provenance_json = json_remove(provenance_json, "
+            "'$.session') WHERE round <= 3"
+        )
+        db.conn.execute(
+            "UPDATE run_facts SET facts_json = json_remove(facts_json, '$.session') "
+            "WHERE run_id IN (SELECT id FROM runs WHERE round <= 3)"
+        )
+        db.conn.commit()
+        s = summarize_experiment(db, "two")
+    assert s.sessions.unnamed and s.sessions.lines() == []
+    assert not [line for line in first_screen.first_screen(s) if "sessions" in line]
+
+
 def test_a_session_a_round_as_a_fleet_runs_them_holds_across_sessions(tmp_path: Path) -> None:
     results = _store(tmp_path)
     with ResultsDB(results) as db:
