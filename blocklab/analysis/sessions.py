@@ -70,8 +70,8 @@ class SessionCheck:
         return self.p_value < ALPHA
 
     def line(self) -> str:
-        """One check line: each session's rounds and answer, the F test, and when they
-        disagree ('!'), the answer across them."""
+        """One check line: each session's rounds and answer, the F test and the answer
+        across them; marked '!' when they disagree."""
         each = ", ".join(f"rounds {_spans(s.rounds)}: {s.level_pct:+.1f} %" for s in self.sessions)
         test = f"F = {self.f_stat:.2f}, {_p(self.p_value)}"
         n = len(self.sessions)
