@@ -315,8 +315,8 @@ def test_a_session_a_round_as_a_fleet_runs_them_holds_across_sessions(tmp_path: 
 def test_with_a_session_level_the_answer_across_sessions_covers_and_the_pooled_one_does_not() -> (
     None
 ):
-    """4 sessions of 8 rounds, 5 % noise per round and a session level of 2.7 % (what the
-    demos here showed, docs/PRECISION.md): the interval across sessions covers the true
+    """4 sessions of 8 rounds, 5 % noise per round and a session level of 2.7 % (the most
+    the demos here showed, docs/PRECISION.md): the interval across sessions covers the true
     answer in 95 % of experiments; the t interval of the 32 rounds pooled, about 80 %."""
     rng = np.random.default_rng(20261201)
     names = [f"s{k}" for k in range(4) for _ in range(8)]
