@@ -17,7 +17,13 @@ from rich.console import Console
 from rich.text import Text
 
 from blocklab.analysis import equivalence, layout, stats, summary_table
-from blocklab.analysis.metrics import MetricInfo, direction_word, metric_info, verdict_text
+from blocklab.analysis.metrics import (
+    MetricInfo,
+    compare,
+    direction_word,
+    metric_info,
+    verdict_text,
+)
 from blocklab.analysis.summary import ExperimentSummary, VariantSummary
 from blocklab.analysis.summary_table import gain_text
 from blocklab.units import fmt_difference
@@ -64,9 +70,28 @@ def verdict_lines(s: ExperimentSummary, *, name_reference: bool = True) -> list[
             out.append(f"{v.label}{against}: no successful run")
             continue
         out.append(f"{v.label}{against}: {verdict_sentence(v.comparison, s.info)}")
+        out += [f"  {line}" for line in across_lines(s, v)]
         out += [f"  {line}" for line in mixed_lines(s, v)]
         if s.layout is not None and v.comparison.scale == stats.RATIO:
             out.append(f"  {layout_line(v.comparison, s.layout)}")
+    return out
+
+
+def across_lines(s: ExperimentSummary, v: VariantSummary) -> list[str]:
+    """'across its 4 sessions: undecided, +0.4 % (-3.8 to +4.7)' under a verdict whose
+    rounds came from two sessions or more: the sessions' levels compared as rounds are,
+    each session one observation (analysis.sessions), so a reader sees whether the verdict
+    holds when sessions, not rounds, are counted."""
+    out = []
+    for c in s.sessions.checks:
+        if c.variant_id == v.variant_id:
+            levels = {i: 1 + x.level_pct / 100 for i, x in enumerate(c.sessions)}
+            ones = {i: 1.0 for i in levels}
+            across = compare(ones, levels, s.info, s.equivalence_pct)
+            words = verdict_sentence(across, s.info)
+            if across.verdict == stats.UNDECIDED:  # rounds would not decide: sessions would
+                words = f"undecided, {gain_text(across, s.info.unit)}"
+            out.append(f"across its {len(c.sessions)} sessions: {words}")
     return out
 
 

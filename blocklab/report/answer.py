@@ -86,9 +86,9 @@ def verdicts(s: ExperimentSummary) -> list[dict[str, Any]]:
             none = {"css": "v-none", "text": "no successful run", "layout": "", "mixed": ""}
             out.append(item | none)
             continue
-        layout = ""
+        layout = " · ".join(first_screen.across_lines(s, v))  # counted by sessions
         if s.layout is not None and c.scale == stats.RATIO:
-            layout = first_screen.layout_line(c, s.layout)
+            layout = " · ".join(x for x in (layout, first_screen.layout_line(c, s.layout)) if x)
         text = first_screen.verdict_sentence(c, s.info)
         mixed = " ".join(line.removeprefix("! ") for line in first_screen.mixed_lines(s, v))
         css = VERDICT_CSS.get(c.verdict, "v-none")

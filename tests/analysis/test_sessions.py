@@ -253,8 +253,16 @@ def test_the_summary_names_sessions_that_disagree_and_flags_the_verdict(tmp_path
     assert f"  {c.line()}" in screen
     flagged = [line for line in screen if "! the sessions disagree" in line]
     assert len(flagged) == 1
+    # under the verdict, the same comparison counted by sessions: 2 observations, t on 1 df
+    verdict = next(i for i, line in enumerate(screen) if line.startswith("  bs=4k"))
+    low, high = c.across_pct[1:]
+    assert screen[verdict + 1] == (
+        f"    across its 2 sessions: undecided, {c.across_pct[0]:+.1f} % ({low:+.1f} to "
+        f"{high:+.1f})"
+    )
     (got,) = [v for v in answer.verdicts(s) if v["mixed"]]
     assert "the sessions disagree" in got["mixed"]
+    assert got["layout"] == screen[verdict + 1].strip()
 
 
 def test_sessions_that_agree_get_a_plain_line_and_no_flag(tmp_path: Path) -> None:
@@ -331,3 +339,24 @@ def test_with_a_session_level_the_answer_across_sessions_covers_and_the_pooled_o
         pooled += abs(d.mean()) < half
     assert 0.935 <= across / n <= 0.965, across / n
     assert pooled / n < 0.87, pooled / n
+
+
+def test_three_sessions_that_agree_on_a_large_difference_decide_it_counted_by_sessions(
+    tmp_path: Path,
+) -> None:
+    """The synthetic bs=4k is about 26 % faster in every round: three sessions of two rounds
+    agree (no flag), and counted as three observations they still say faster."""
+    results = _store(tmp_path)
+    with ResultsDB(results) as db:
+        _name_sessions(db, 0.0, lambda r: f"s{(r + 1) // 2}")  # rounds 1-2, 3-4, 5-6
+        s = summarize_experiment(db, "two")
+    (c,) = s.sessions.checks
+    assert [x.rounds for x in c.sessions] == [(1, 2), (3, 4), (5, 6)]
+    screen = first_screen.first_screen(s)
+    verdict = next(i for i, line in enumerate(screen) if line.startswith("  bs=4k"))
+    assert not c.disagree
+    low, high = c.across_pct[1:]
+    assert low > 10
+    assert screen[verdict + 1] == (
+        f"    across its 3 sessions: faster by {c.across_pct[0]:.1f} % ({low:+.1f} to {high:+.1f})"
+    )
