@@ -89,7 +89,7 @@ def across_lines(s: ExperimentSummary, v: VariantSummary) -> list[str]:
             ones = {i: 1.0 for i in levels}
             across = compare(ones, levels, s.info, s.equivalence_pct)
             words = verdict_sentence(across, s.info)
-            if across.verdict == stats.UNDECIDED:  # rounds would not decide: sessions would
+            if across.verdict == stats.UNDECIDED:  # its reason counts rounds; these are sessions
                 words = f"undecided, {gain_text(across, s.info.unit)}"
             out.append(f"across its {len(c.sessions)} sessions: {words}")
     return out

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from scipy import special  # F's tail (fdtrc) and t's quantile (stdtrit)
+from scipy import special  # F's tail (fdtrc)
 
 from blocklab.analysis import stats
 
@@ -234,7 +234,7 @@ def _fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
 def _across(levels: np.ndarray) -> tuple[float, float, float]:
     """The mean of the sessions' levels (logs) and its 95 % t interval, in %."""
     m, s = float(levels.mean()), float(levels.std(ddof=1))
-    half = float(special.stdtrit(len(levels) - 1, 0.975)) * s / math.sqrt(len(levels))
+    half = stats.t_quantile(len(levels) - 1) * s / math.sqrt(len(levels))
     mean, low, high = (100.0 * math.expm1(x) for x in (m, m - half, m + half))
     return mean, low, high
 
