@@ -33,7 +33,7 @@ table (bench/precision_table.py) gives:
 - the share of runs flagged non-stationary: a judged per-second series (tps, WAL bytes/s,
   full-page images/s) drifted inside the measured window (blocklab.analysis.stationarity);
   '–' for whole checkpoint cycles, which are not judged for drift (their storm and decay
-  are what they measure: blocklab.analysis.summary.measures_whole_cycles); n/a for the
+  are what they measure: blocklab.analysis.experiment_spec.measures_whole_cycles); n/a for the
   interleaved slices (no per-second series).
 
     .venv/bin/python bench/bench_precision.py [--budget-min 20] [--duration 20] [--scale 10]

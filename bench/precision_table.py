@@ -23,7 +23,7 @@ half-width for the rounds that fit in 20 minutes, the per-round noise, and:
   (tps, WAL bytes/s, full-page images/s) that drifted inside the measured window
   (blocklab.analysis.stationarity). Whole checkpoint cycles are not judged: the storm of
   full-page images and its decay inside the window is what they measure on purpose
-  (blocklab.analysis.summary.measures_whole_cycles). '–' for them.
+  (blocklab.analysis.experiment_spec.measures_whole_cycles). '–' for them.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from blocklab.analysis import aa, carryover, stats
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.designs import aa_rounds
@@ -51,16 +53,20 @@ def design_aa(
     variant_ids: Sequence[str],
     *,
     higher_is_better: bool = True,
+    session_of: Mapping[str, Mapping[int, str]] | None = None,
 ) -> tuple[stats.Comparison | None, str]:
     """The design's A/A and what it compares: the slot A/A (`slot_aa`) when the
     reference's records carry their storage slot and one other variant ran beside it,
     else (records from before the slots swapped) the Thue-Morse halves of the
     reference's slices (`aa_halves`). `per_round(variant_id, metric)`: round -> value,
-    reduced as every metric is (blocklab.analysis.rounds)."""
+    reduced as every metric is (blocklab.analysis.rounds); `session_of`: variant id ->
+    round -> the session that ran it (analysis.sessions.rounds_by_session)."""
     others = [v for v in variant_ids if v != ref]
     slots = per_round(ref, STORAGE_SLOT)
     if slots and len(others) == 1:
-        aa = slot_aa(per_round(ref, "tps"), slots, per_round(others[0], "tps"))
+        mine, theirs = (session_of or {}).get(ref, {}), (session_of or {}).get(others[0], {})
+        shared = {r: s for r, s in mine.items() if theirs.get(r) == s}
+        aa = slot_aa(per_round(ref, "tps"), slots, per_round(others[0], "tps"), shared)
         if not higher_is_better and aa.estimate is not None:
             aa = dataclasses.replace(aa, verdict=_flipped(aa.verdict))
         return aa, SLOT_AA_LABEL
@@ -134,7 +140,10 @@ def _usable(x: float) -> bool:
 
 
 def slot_aa(
-    ref_tps: RoundValues, ref_slot: RoundValues, other_tps: RoundValues
+    ref_tps: RoundValues,
+    ref_slot: RoundValues,
+    other_tps: RoundValues,
+    session_of: Mapping[int, str] | None = None,
 ) -> stats.Comparison:
     """The A/A of the two storage slots: per round d = log(tps on slot 1 / tps on slot 0)
     over the round's two variants, which is the slot effect plus or minus the variants'
@@ -143,7 +152,13 @@ def slot_aa(
     with a t interval on n - 2 degrees of freedom; with slots balanced over the rounds
     (x sums to 0) its estimate is the mean of d and is free of the variants' effect.
     Rounds with both tps positive only. No change (1) in the interval: no bias between
-    the servers and storages seen at this precision."""
+    the servers and storages seen at this precision.
+
+    With rounds from two sessions or more (`session_of`: round -> the session that ran
+    both variants; rounds without one are a group of their own), the variants' effect is
+    fitted per session (x times each session's indicator, n - 1 - S df): a session level
+    of the comparison (analysis.sessions) in a session that held the slots unequally (8
+    rounds, then 3) would otherwise lean on the slot ratio, and read as a slot bias."""
     rounds = sorted(ref_tps.keys() & ref_slot.keys() & other_tps.keys())
     rounds = [r for r in rounds if _usable(ref_tps[r]) and _usable(other_tps[r])]
     # x = +1: the other variant on slot 1 (the reference on slot 0)
@@ -158,7 +173,11 @@ def slot_aa(
             "with each variant on each slot"
         )
         return stats.Comparison(n, stats.RATIO, centre, None, None, None, stats.TOO_FEW, None, why)
-    fit = stats.paired_fit(d, x)
+    groups = [(session_of or {}).get(r, "") for r in rounds]
+    fit = stats.paired_fit(d, x) if len(set(groups)) < 2 else _fit_by_session(d, x, groups)
+    if fit is None:
+        why = "the slots cannot be told from the sessions' levels: no session ran both orders"
+        return stats.Comparison(n, stats.RATIO, None, None, None, None, stats.TOO_FEW, None, why)
     centre, se = fit.centre, fit.se
     if se <= 1e-12:
         note = "the slot ratio is identical in every round (zero variance): no t-test"
@@ -175,3 +194,24 @@ def slot_aa(
     return stats.Comparison(
         n, stats.RATIO, math.exp(centre), low, high, p, verdict, width, aa.FITTED_OUT
     )
+
+
+def _fit_by_session(
+    d: Sequence[float], x: Sequence[float], groups: Sequence[str]
+) -> stats.Fit | None:
+    """The least-squares fit of d = slot + sum over sessions s of effect[s] * x * [s]:
+    the intercept (the slot's log ratio) and its standard error on n - 1 - S df; None
+    when the intercept cannot be separated from the sessions' effects, or no df is left."""
+    names = list(dict.fromkeys(groups))
+    design = np.array(
+        [[1.0] + [xr if g == s else 0.0 for s in names] for xr, g in zip(x, groups, strict=True)]
+    )
+    y = np.array(d)
+    df = len(y) - design.shape[1]
+    if df < 1 or np.linalg.matrix_rank(design) < design.shape[1]:
+        return None
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    resid = y - design @ coef
+    s2 = float(resid @ resid) / df
+    cov = s2 * np.linalg.inv(design.T @ design)
+    return stats.Fit(float(coef[0]), math.sqrt(max(float(cov[0, 0]), 0.0)), df, math.sqrt(s2))

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blocklab.analysis import query_overall, stats
+from blocklab.analysis.experiment_spec import equivalence_of
 from blocklab.analysis.metrics import metric_info, summarize
-from blocklab.analysis.summary import equivalence_of
 from blocklab.store import ResultsStore
 from blocklab.workloads import plans
 

@@ -34,6 +34,12 @@ from blocklab.analysis import interleaved_checks as checks
 from blocklab.analysis import layout as layout_stats
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
+from blocklab.analysis.experiment_spec import (
+    checkpoint_of,
+    design_of,
+    equivalence_of,
+    measures_whole_cycles,
+)
 from blocklab.analysis.metrics import (
     RUN_COLUMN_METRICS,
     MetricInfo,
@@ -181,31 +187,6 @@ def run_values(
     return out
 
 
-def design_of(exp: Row) -> str:
-    spec = json.loads(exp["spec_json"] or "{}")
-    kind = (spec.get("design") or {}).get("kind", designs.PAIRED)
-    return kind if kind in designs.DESIGNS else designs.PAIRED
-
-
-def equivalence_of(exp: Row) -> float:
-    """The experiment's X of "equal within ±X %" ([experiment] equivalence, else 2 %)."""
-    spec = json.loads(exp["spec_json"] or "{}")
-    return float(spec.get("equivalence_pct") or stats.EQUIVALENCE_PCT)
-
-
-def checkpoint_of(exp: Row) -> str:
-    """The experiment's [design] checkpoint ("free" when the file leaves it out)."""
-    spec = json.loads(exp["spec_json"] or "{}")
-    return str((spec.get("design") or {}).get("checkpoint") or "free")
-
-
-def measures_whole_cycles(exp: Row) -> bool:
-    """The experiment's windows are whole checkpoint cycles ([design] checkpoint =
-    "cycles"): the storm of full-page images and its decay inside each window is what
-    they measure on purpose, not a drift to warn about."""
-    return checkpoint_of(exp) == "cycles"
-
-
 def run_hosts(runs: Sequence[Row]) -> list[str]:
     """The fleet hosts that ran `runs`, sorted ("" for runs of one machine)."""
     return sorted({str(r["host"]) for r in runs})
@@ -274,8 +255,7 @@ def summarize_experiment(
     result.layout, result.layout_arms = layout_control(result.variants)
     result.sessions = sessions.find(result.variants, session_of, slots)
     if design == designs.INTERLEAVED and metric == "tps" and aa_refs:
-        result.aa, what, result.carryover = interleaved_checks(db, runs_of, aa_refs, info)
-        result.aa_label = ", ".join(labels.get(r, r) for r in aa_refs) + f" {what}"
+        _interleaved(db, result, runs_of, aa_refs, labels, session_of)
     if side and metric == "tps":
         _add_side(db, result, exp, runs_of, labels, host, fresh_trends, memo)
     return result
@@ -393,20 +373,41 @@ def _slot_signs(
     return {others[0]: checks.slot_signs(slots)} if slots else {}
 
 
+def _interleaved(
+    db: ResultsStore,
+    result: ExperimentSummary,
+    runs_of: Mapping[str, Sequence[Row]],
+    refs: Sequence[str],
+    labels: Mapping[str, str],
+    session_of: Mapping[str, Mapping[int, str]],
+) -> None:
+    """The interleaved design's checks (interleaved_checks) into `result`, its A/A named
+    by the references and what it compares."""
+    checked = interleaved_checks(db, runs_of, refs, result.info, session_of)
+    result.aa, what, result.carryover = checked
+    result.aa_label = ", ".join(labels.get(r, r) for r in refs) + f" {what}"
+
+
 def interleaved_checks(
-    db: ResultsStore, runs_of: Mapping[str, Sequence[Row]], refs: Sequence[str], info: MetricInfo
+    db: ResultsStore,
+    runs_of: Mapping[str, Sequence[Row]],
+    refs: Sequence[str],
+    info: MetricInfo,
+    session_of: Mapping[str, Mapping[int, str]],
 ) -> tuple[stats.Comparison | None, str, CarryOver]:
     """The interleaved design's A/A comparison and what it compares (checks.design_aa:
-    the storage slots, or the reference's Thue-Morse halves) and carry-over (slices after
-    a switch / after a repeat), from the records' metrics reduced per round as every
-    metric is (blocklab.analysis.rounds)."""
+    the storage slots, or the reference's Thue-Morse halves, each session's variant
+    effect fitted beside the slots) and carry-over (slices after a switch / after a
+    repeat), from the records' metrics reduced per round as every metric is."""
 
     def per_round(vid: str, metric: str) -> dict[int, float]:
         runs = run_values(db, runs_of[vid], metric)
         return per_round_values(designs.INTERLEAVED, runs, is_reference=vid in refs).values
 
     up = info.higher_is_better is not False
-    aa, what = checks.design_aa(per_round, refs[0], list(runs_of), higher_is_better=up)
+    aa, what = checks.design_aa(
+        per_round, refs[0], list(runs_of), higher_is_better=up, session_of=session_of
+    )
     kinds = [
         (per_round(vid, checks.TPS_AFTER_SWITCH), per_round(vid, checks.TPS_AFTER_REPEAT))
         for vid in runs_of

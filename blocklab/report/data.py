@@ -18,16 +18,12 @@ from blocklab.analysis import carryover, stationarity
 from blocklab.analysis import interleaved_checks as checks
 from blocklab.analysis.aa import aa_comparison
 from blocklab.analysis.carryover import CarryOver
+from blocklab.analysis.experiment_spec import design_of, equivalence_of, measures_whole_cycles
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
 from blocklab.analysis.round_table import rows_of
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
 from blocklab.analysis.stats import EQUIVALENCE_PCT, Comparison
-from blocklab.analysis.summary import (
-    design_of,
-    equivalence_of,
-    judged_series,
-    measures_whole_cycles,
-)
+from blocklab.analysis.summary import judged_series
 from blocklab.economics import device_store
 from blocklab.errors import UserError
 from blocklab.experiment_file.design import AA_CONTROL, INTERLEAVED
@@ -253,9 +249,9 @@ def load_experiments(
 ) -> list[ExperimentView]:
     """Every stored experiment; a fleet's experiment once per host (a round pairs only
     with the same round on the same host), named `experiment @ host`. `from_summary` leaves
-    `stationarity` empty and `carryover` None, for a caller that takes them from the
-    experiment's summary (drift_notes): the site, which judged every run's series and
-    estimated the carry-over twice before. `cell_stats` makes each cell
+    `stationarity` empty and `aa` and `carryover` None, for a caller that takes them from
+    the experiment's summary (drift_notes): the site, which judged every run's series and
+    estimated the carry-over twice before, and whose A/A fits the runs' sessions. `cell_stats` makes each cell
     (shape.cell_stats; the site's answers from kept ones where it can), `reduce` each
     variant's per-round values (reduce_variant, or the site's kept ones), `views` each
     run's view (made here, or kept ones: RunViews)."""
@@ -335,7 +331,7 @@ def load_experiment(
         fleet_host=host or "",
         stored_name=name,
         design=design,
-        aa=_aa(runs, design, ref),
+        aa=None if from_summary else _aa(runs, design, ref),
         carryover=None if from_summary else _carryover(runs, design, ref),
         stationarity=(
             stationarity_notes(db, variants, runs)

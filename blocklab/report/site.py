@@ -450,7 +450,7 @@ def write_experiment(
     extras, plot_data = explain.experiment_extras(db, exp, made, tps)  # made() waited for last
     summary = made()
     exp.stationarity = data.drift_notes(summary.stationarity)
-    exp.carryover = summary.carryover
+    exp.aa, exp.carryover = summary.aa, summary.carryover
     w.put(f"{base}/plots.js", explain.plots_script(plot_data))
     digests = dict(zip((r.id for r in exp.runs), pages.digests, strict=True))
     write_runs_lists(w, exp, labels, digests, has_queries=has_queries, extras=extras)
