@@ -37,7 +37,7 @@ from pathlib import Path
 from scratch_home import blocklab_argv, scratch_home
 
 from blocklab.analysis import layout
-from blocklab.analysis.summary import round_copies
+from blocklab.analysis.stored_values import round_copies
 from blocklab.experiment_file.loader import DEMO
 from blocklab.store.sqlite import ResultsDB
 

@@ -35,6 +35,11 @@ round cancels exactly. What that leaves identifiable:
   slope: no estimate. Where the model cannot separate gamma from the drift the result is
   a note saying so, never a number.
 
+With rounds from two sessions or more (analysis.sessions), the level per variant is one
+per variant and session: a comparison that moved between sessions (a session level) falls
+on the runs of the sessions, and a session that ran the two orders unequally (8 rounds,
+then 3) would pass part of it to gamma (tests/analysis/test_carryover_model.py).
+
 `round_log_ratios` and `from_round_log_ratios` keep the per-round paired reduction the
 interleaved design's slices use (blocklab.analysis.interleaved_checks).
 """
@@ -99,13 +104,14 @@ class CarryOver:
         return self.differs or (self.detected and self.between is None)
 
 
-def estimate(runs: Iterable[PositionRun]) -> CarryOver:
+def estimate(runs: Iterable[PositionRun], session_of: Mapping[int, str] | None = None) -> CarryOver:
     """The carry-over ratio (after a switch / after a repeat) with its 95 % CI, from the
-    model of the module's docstring; a note instead where the design cannot give it."""
+    model of the module's docstring; a note instead where the design cannot give it.
+    `session_of`: round -> the session that ran it (a level per variant and session)."""
     rows = model_rows(runs)
     if not any(r.kind == REPEAT for r in rows):
         return CarryOver(None, 0, NO_REPEAT)
-    fit = fit_switch(rows)
+    fit = fit_switch(rows, session_of)
     n_rounds = len({r.round for r in rows})
     if isinstance(fit, str):
         return CarryOver(None, n_rounds, fit)
@@ -161,11 +167,18 @@ class SwitchFit:
     df: int  # residual degrees of freedom
 
 
-def design_matrix(rows: Sequence[ModelRow]) -> tuple[np.ndarray, np.ndarray]:
+def design_matrix(
+    rows: Sequence[ModelRow], session_of: Mapping[int, str] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(X, y): the switch indicator in column 0, then a level and a centred position
-    slope per round, a level per variant but the first, and the first-run indicator."""
+    slope per round, a level per variant but the first (per variant and session, with
+    `session_of`: round -> session, rounds without one a session of their own), and the
+    first-run indicator."""
     rounds = {rnd: k for k, rnd in enumerate(sorted({r.round for r in rows}))}
-    variants = {v: k for k, v in enumerate(sorted({r.variant_id for r in rows})[1:])}
+    session = {rnd: (session_of or {}).get(rnd, "") for rnd in rounds}
+    first = min(r.variant_id for r in rows) if rows else ""
+    keys = sorted({(r.variant_id, session[r.round]) for r in rows if r.variant_id != first})
+    variants = {key: k for k, key in enumerate(keys)}
     positions: dict[int, list[int]] = {}
     for r in rows:
         positions.setdefault(r.round, []).append(r.position)
@@ -178,15 +191,17 @@ def design_matrix(rows: Sequence[ModelRow]) -> tuple[np.ndarray, np.ndarray]:
         x[i, 1] = r.kind == FIRST
         x[i, 2 + k] = 1.0
         x[i, 2 + n_rounds + k] = r.position - centre[r.round]
-        if r.variant_id in variants:
-            x[i, 2 + 2 * n_rounds + variants[r.variant_id]] = 1.0
+        if (key := (r.variant_id, session[r.round])) in variants:
+            x[i, 2 + 2 * n_rounds + variants[key]] = 1.0
     return x, np.array([r.log_value for r in rows])
 
 
-def fit_switch(rows: Sequence[ModelRow]) -> SwitchFit | str:
+def fit_switch(
+    rows: Sequence[ModelRow], session_of: Mapping[int, str] | None = None
+) -> SwitchFit | str:
     """Least squares of the model; a note (str) when the switch coefficient is not
     identifiable or no residual degree of freedom is left."""
-    x, y = design_matrix(rows)
+    x, y = design_matrix(rows, session_of)
     keep = _independent_columns(x)
     if 0 not in keep:
         return UNIDENTIFIABLE

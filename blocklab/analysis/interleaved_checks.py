@@ -33,6 +33,7 @@ import numpy as np
 from blocklab.analysis import aa, carryover, stats
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.designs import aa_rounds
+from blocklab.analysis.sessions import of_rounds
 
 AA_TPS_HALF0 = "aa_tps_half0"
 AA_TPS_HALF1 = "aa_tps_half1"
@@ -64,9 +65,8 @@ def design_aa(
     others = [v for v in variant_ids if v != ref]
     slots = per_round(ref, STORAGE_SLOT)
     if slots and len(others) == 1:
-        mine, theirs = (session_of or {}).get(ref, {}), (session_of or {}).get(others[0], {})
-        shared = {r: s for r, s in mine.items() if theirs.get(r) == s}
-        aa = slot_aa(per_round(ref, "tps"), slots, per_round(others[0], "tps"), shared)
+        named = {v: (session_of or {}).get(v, {}) for v in (ref, others[0])}
+        aa = slot_aa(per_round(ref, "tps"), slots, per_round(others[0], "tps"), of_rounds(named))
         if not higher_is_better and aa.estimate is not None:
             aa = dataclasses.replace(aa, verdict=_flipped(aa.verdict))
         return aa, SLOT_AA_LABEL

@@ -10,7 +10,7 @@ from typing import Any
 
 from blocklab.analysis.experiment_spec import design_of
 from blocklab.analysis.rounds import RoundValues, per_round_values
-from blocklab.analysis.summary import run_values
+from blocklab.analysis.stored_values import run_values
 from blocklab.store import ResultsStore
 
 ROUND_FIELDS = ("experiment", "variant_id", "label", "round", "metric", "value", "left_out")

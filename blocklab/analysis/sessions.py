@@ -178,6 +178,16 @@ def rounds_by_session(
     return out
 
 
+def of_rounds(session_of: Mapping[str, Mapping[int, str]]) -> dict[int, str]:
+    """round -> its session, for the rounds whose variants (`session_of`: variant id ->
+    round -> session, rounds_by_session) name one session between them."""
+    seen: dict[int, set[str]] = {}
+    for by_round in session_of.values():
+        for r, name in by_round.items():
+            seen.setdefault(r, set()).add(name)
+    return {r: names.pop() for r, names in sorted(seen.items()) if len(names) == 1}
+
+
 def check(
     variant_id: str,
     label: str,

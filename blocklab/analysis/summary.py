@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,9 +49,10 @@ from blocklab.analysis.metrics import (
     throughput_info,
     verdict_text,
 )
-from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
+from blocklab.analysis.rounds import RoundValues, per_round_values
 from blocklab.analysis.sessions import Sessions
 from blocklab.analysis.setting import ok_provenances, setting_line
+from blocklab.analysis.stored_values import round_copies, run_values
 from blocklab.analysis.summary_memo import SummaryMemo, reduction_key
 from blocklab.errors import UserError
 from blocklab.experiment_file import design as designs
@@ -155,38 +155,6 @@ SIDE_METRICS = (
 )
 
 
-def round_copies(db: ResultsStore, runs: Sequence[Row], metric: str) -> dict[int, dict[int, float]]:
-    """round -> copy_index -> value for the successful runs among `runs`."""
-    out: dict[int, dict[int, float]] = {}
-    for r in runs:
-        if r["status"] != "ok":
-            continue
-        value = r[metric] if metric in RUN_COLUMN_METRICS else db.metrics(r["id"]).get(metric)
-        if value is not None and math.isfinite(float(value)):
-            out.setdefault(int(r["round"]), {})[int(r["copy_index"] or 0)] = float(value)
-    return out
-
-
-def run_values(
-    db: ResultsStore,
-    runs: Sequence[Row],
-    metric: str,
-    metrics_of: Callable[[int], Mapping[str, float | None]] | None = None,
-) -> list[RunValue]:
-    """`runs` as the per-round reduction sees them: failed runs and runs without the
-    metric with no value (and their reason). `metrics_of`: a run's metrics (db.metrics)."""
-    metrics_of = metrics_of or db.metrics
-    out = []
-    for r in runs:
-        value = None
-        if r["status"] == "ok":
-            value = r[metric] if metric in RUN_COLUMN_METRICS else metrics_of(r["id"]).get(metric)
-        reason = "" if r["status"] == "ok" else (r["reason"] or "no reason given")
-        copy = int(r["copy_index"] or 0)
-        out.append(RunValue(int(r["round"]), copy, None if value is None else float(value), reason))
-    return out
-
-
 def run_hosts(runs: Sequence[Row]) -> list[str]:
     """The fleet hosts that ran `runs`, sorted ("" for runs of one machine)."""
     return sorted({str(r["host"]) for r in runs})
@@ -251,7 +219,7 @@ def summarize_experiment(
         result.variants.append(vs)
     if not checks:
         return result
-    result.carryover = carry_over(db, all_runs, metric)
+    result.carryover = carry_over(db, all_runs, metric, session_of)
     result.layout, result.layout_arms = layout_control(result.variants)
     result.sessions = sessions.find(result.variants, session_of, slots)
     if design == designs.INTERLEAVED and metric == "tps" and aa_refs:
@@ -318,12 +286,18 @@ def layout_control(
     return (layout_stats.spread(group), list(group)[1:]) if group else (None, [])
 
 
-def carry_over(db: ResultsStore, runs: Sequence[Row], metric: str) -> CarryOver:
-    """The carry-over estimate (blocklab.analysis.carryover) of `runs` on `metric`."""
+def carry_over(
+    db: ResultsStore, runs: Sequence[Row], metric: str, session_of: Mapping[str, Mapping[int, str]]
+) -> CarryOver:
+    """The carry-over estimate (blocklab.analysis.carryover) of `runs` on `metric`, a
+    level per variant and session (`session_of`: variant -> round -> session)."""
     values = run_values(db, runs, metric)
     return carryover.estimate(
-        carryover.PositionRun(v.round, int(r["position"]), r["variant_id"], v.value)
-        for r, v in zip(runs, values, strict=True)
+        (
+            carryover.PositionRun(v.round, int(r["position"]), r["variant_id"], v.value)
+            for r, v in zip(runs, values, strict=True)
+        ),
+        sessions.of_rounds(session_of),
     )
 
 

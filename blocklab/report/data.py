@@ -251,10 +251,10 @@ def load_experiments(
     with the same round on the same host), named `experiment @ host`. `from_summary` leaves
     `stationarity` empty and `aa` and `carryover` None, for a caller that takes them from
     the experiment's summary (drift_notes): the site, which judged every run's series and
-    estimated the carry-over twice before, and whose A/A fits the runs' sessions. `cell_stats` makes each cell
-    (shape.cell_stats; the site's answers from kept ones where it can), `reduce` each
-    variant's per-round values (reduce_variant, or the site's kept ones), `views` each
-    run's view (made here, or kept ones: RunViews)."""
+    estimated the carry-over twice before, and whose A/A fits the runs' sessions.
+    `cell_stats` makes each cell (shape.cell_stats; the site's answers from kept ones
+    where it can), `reduce` each variant's per-round values (reduce_variant, or the site's
+    kept ones), `views` each run's view (made here, or kept ones: RunViews)."""
     views = views or RunViews()
     return [
         load_experiment(

@@ -360,3 +360,9 @@ def test_three_sessions_that_agree_on_a_large_difference_decide_it_counted_by_se
     assert screen[verdict + 1] == (
         f"    across its 3 sessions: faster by {c.across_pct[0]:.1f} % ({low:+.1f} to {high:+.1f})"
     )
+
+
+def test_of_rounds_keeps_the_rounds_whose_variants_name_one_session() -> None:
+    named = {"a": {1: "s1", 2: "s1", 3: "s2", 4: "s2"}, "b": {1: "s1", 2: "s2", 3: "s2"}}
+    assert sessions.of_rounds(named) == {1: "s1", 3: "s2", 4: "s2"}
+    assert sessions.of_rounds({}) == {}
