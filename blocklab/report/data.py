@@ -359,7 +359,8 @@ def _variant_view(v: Any, ref: str | None) -> VariantView:
 
 def _aa(runs: list[RunView], design: str, ref: str | None) -> Comparison | None:
     """aa-control's A/A comparison of the throughput, as in the summary; interleaved's
-    its design's own (checks.design_aa: the storage slots, or the reference's halves)."""
+    its design's own (checks.design_aa: the storage slots, or the reference's halves).
+    The views carry no session: the summary's fits them, and the site takes its A/A."""
     if design == INTERLEAVED and ref is not None:
 
         def per_round(vid: str, metric: str) -> dict[int, float]:
@@ -373,7 +374,8 @@ def _aa(runs: list[RunView], design: str, ref: str | None) -> Comparison | None:
 
 
 def _carryover(runs: list[RunView], design: str, ref: str | None) -> CarryOver:
-    """The throughput's carry-over, as in the summary: interleaved's from its slices."""
+    """The throughput's carry-over, as in the summary (but one session: the site takes
+    the summary's, which fits them): interleaved's from its slices."""
     if design != INTERLEAVED:
         return carryover.estimate(
             carryover.PositionRun(r.round, r.position, r.variant_id, _value(r, "tps")) for r in runs
