@@ -175,9 +175,8 @@ def slot_aa(
         return stats.Comparison(n, stats.RATIO, centre, None, None, None, stats.TOO_FEW, None, why)
     groups = [(session_of or {}).get(r, "") for r in rounds]
     fit = stats.paired_fit(d, x) if len(set(groups)) < 2 else _fit_by_session(d, x, groups)
-    if fit is None:
-        why = "the slots cannot be told from the sessions' levels: no session ran both orders"
-        return stats.Comparison(n, stats.RATIO, None, None, None, None, stats.TOO_FEW, None, why)
+    if isinstance(fit, str):
+        return stats.Comparison(n, stats.RATIO, None, None, None, None, stats.TOO_FEW, None, fit)
     centre, se = fit.centre, fit.se
     if se <= 1e-12:
         note = "the slot ratio is identical in every round (zero variance): no t-test"
@@ -198,18 +197,21 @@ def slot_aa(
 
 def _fit_by_session(
     d: Sequence[float], x: Sequence[float], groups: Sequence[str]
-) -> stats.Fit | None:
+) -> stats.Fit | str:
     """The least-squares fit of d = slot + sum over sessions s of effect[s] * x * [s]:
-    the intercept (the slot's log ratio) and its standard error on n - 1 - S df; None
-    when the intercept cannot be separated from the sessions' effects, or no df is left."""
+    the intercept (the slot's log ratio) and its standard error on n - 1 - S df; why not
+    (str) when the intercept cannot be separated from the sessions' effects, or no
+    degree of freedom is left."""
     names = list(dict.fromkeys(groups))
     design = np.array(
         [[1.0] + [xr if g == s else 0.0 for s in names] for xr, g in zip(x, groups, strict=True)]
     )
     y = np.array(d)
     df = len(y) - design.shape[1]
-    if df < 1 or np.linalg.matrix_rank(design) < design.shape[1]:
-        return None
+    if np.linalg.matrix_rank(design) < design.shape[1]:
+        return "the slots cannot be told from the sessions' levels: no session ran both orders"
+    if df < 1:
+        return f"{len(y)} rounds in {len(names)} sessions: no degree of freedom left"
     coef = np.linalg.lstsq(design, y, rcond=None)[0]
     resid = y - design @ coef
     s2 = float(resid @ resid) / df

@@ -88,6 +88,11 @@ def test_a_session_that_ran_one_slot_order_only_adds_nothing_and_none_both_says_
     first = {r: v for r, v in ref_tps.items() if r <= 4}
     none = checks.slot_aa(first, ref_slot, other_tps, each_one_order)
     assert none.verdict == stats.TOO_FEW and "no session ran both orders" in none.note
+    three = {r: v for r, v in ref_tps.items() if r in (2, 3, 5)}  # s1, s2, s3 one each
+    no_df = checks.slot_aa(three, ref_slot, other_tps, {2: "s1", 3: "s2", 5: "s2"})
+    assert no_df.verdict == stats.TOO_FEW and no_df.note == (
+        "3 rounds in 2 sessions: no degree of freedom left"
+    )
 
 
 def _simulated(level: float, sizes: Sequence[int], bias: float, seed: int) -> dict[str, float]:
