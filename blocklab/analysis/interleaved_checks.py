@@ -33,7 +33,7 @@ import numpy as np
 from blocklab.analysis import aa, carryover, stats
 from blocklab.analysis.carryover import CarryOver
 from blocklab.analysis.designs import aa_rounds
-from blocklab.analysis.sessions import of_rounds
+from blocklab.analysis.sessions import least_squares, of_rounds
 
 AA_TPS_HALF0 = "aa_tps_half0"
 AA_TPS_HALF1 = "aa_tps_half1"
@@ -212,8 +212,7 @@ def _fit_by_session(
         return "the slots cannot be told from the sessions' levels: no session ran both orders"
     if df < 1:
         return f"{len(y)} rounds in {len(names)} sessions: no degree of freedom left"
-    coef = np.linalg.lstsq(design, y, rcond=None)[0]
-    resid = y - design @ coef
-    s2 = float(resid @ resid) / df
+    coef, rss = least_squares(design, y)
+    s2 = rss / df
     cov = s2 * np.linalg.inv(design.T @ design)
     return stats.Fit(float(coef[0]), math.sqrt(max(float(cov[0, 0]), 0.0)), df, math.sqrt(s2))

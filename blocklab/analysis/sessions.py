@@ -221,8 +221,8 @@ def check(
         each, one = np.hstack([each, column]), np.hstack([one, column])
     if np.linalg.matrix_rank(each) < each.shape[1] or np.linalg.matrix_rank(one) < one.shape[1]:
         return None
-    coef, rss_each = _fit(each, d)
-    _, rss_one = _fit(one, d)
+    coef, rss_each = least_squares(each, d)
+    _, rss_one = least_squares(one, d)
     df = n - n_s - k
     f_stat = ((rss_one - rss_each) / (n_s - 1)) / (rss_each / df) if rss_each > 0 else math.inf
     p = float(special.fdtrc(n_s - 1, df, f_stat)) if math.isfinite(f_stat) else 0.0
@@ -234,8 +234,9 @@ def check(
     return SessionCheck(variant_id, label, sessions, max(0.0, f_stat), p, _across(levels))
 
 
-def _fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
-    """Least-squares coefficients and the residual sum of squares."""
+def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least-squares coefficients and the residual sum of squares (also the slot A/A's
+    fit per session, analysis.interleaved_checks)."""
     coef = np.linalg.lstsq(x, y, rcond=None)[0]
     resid = y - x @ coef
     return coef, float(resid @ resid)
