@@ -219,11 +219,12 @@ def summarize_experiment(
         result.variants.append(vs)
     if not checks:
         return result
-    result.carryover = carry_over(db, all_runs, metric, session_of)
     result.layout, result.layout_arms = layout_control(result.variants)
     result.sessions = sessions.find(result.variants, session_of, slots)
     if design == designs.INTERLEAVED and metric == "tps" and aa_refs:
         _interleaved(db, result, runs_of, aa_refs, labels, session_of)
+    else:  # the interleaved design's carry-over is its slices' (_interleaved)
+        result.carryover = carry_over(db, all_runs, metric, session_of)
     if side and metric == "tps":
         _add_side(db, result, exp, runs_of, labels, host, fresh_trends, memo)
     return result
@@ -355,38 +356,26 @@ def _interleaved(
     labels: Mapping[str, str],
     session_of: Mapping[str, Mapping[int, str]],
 ) -> None:
-    """The interleaved design's checks (interleaved_checks) into `result`, its A/A named
-    by the references and what it compares."""
-    checked = interleaved_checks(db, runs_of, refs, result.info, session_of)
-    result.aa, what, result.carryover = checked
-    result.aa_label = ", ".join(labels.get(r, r) for r in refs) + f" {what}"
-
-
-def interleaved_checks(
-    db: ResultsStore,
-    runs_of: Mapping[str, Sequence[Row]],
-    refs: Sequence[str],
-    info: MetricInfo,
-    session_of: Mapping[str, Mapping[int, str]],
-) -> tuple[stats.Comparison | None, str, CarryOver]:
-    """The interleaved design's A/A comparison and what it compares (checks.design_aa:
-    the storage slots, or the reference's Thue-Morse halves, each session's variant
-    effect fitted beside the slots) and carry-over (slices after a switch / after a
-    repeat), from the records' metrics reduced per round as every metric is."""
+    """The interleaved design's A/A comparison, named by the references and what it
+    compares (checks.design_aa: the storage slots, each session's variant effect fitted
+    beside them, or the reference's Thue-Morse halves), and its carry-over (slices after
+    a switch / after a repeat), into `result`; from the records' metrics reduced per
+    round as every metric is (blocklab.analysis.rounds)."""
 
     def per_round(vid: str, metric: str) -> dict[int, float]:
         runs = run_values(db, runs_of[vid], metric)
         return per_round_values(designs.INTERLEAVED, runs, is_reference=vid in refs).values
 
-    up = info.higher_is_better is not False
-    aa, what = checks.design_aa(
+    up = result.info.higher_is_better is not False
+    result.aa, what = checks.design_aa(
         per_round, refs[0], list(runs_of), higher_is_better=up, session_of=session_of
     )
+    result.aa_label = ", ".join(labels.get(r, r) for r in refs) + f" {what}"
     kinds = [
         (per_round(vid, checks.TPS_AFTER_SWITCH), per_round(vid, checks.TPS_AFTER_REPEAT))
         for vid in runs_of
     ]
-    return aa, what, checks.carry_over(kinds)
+    result.carryover = checks.carry_over(kinds)
 
 
 def _ok_metric(
