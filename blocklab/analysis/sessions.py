@@ -153,9 +153,8 @@ def find(
         if found is not None:
             out.append(found)
     rounds: dict[str, set[int]] = {}
-    for by_round in session_of.values():
-        for r, name in by_round.items():
-            rounds.setdefault(name, set()).add(r)
+    for r, name in of_rounds(session_of).items():  # a round split between two: in neither
+        rounds.setdefault(name, set()).add(r)
     named = sorted(rounds.items(), key=lambda kv: min(kv[1]))
     measured = {r for v in variants for r in v.values}
     unnamed = bool(named) and bool(measured - set().union(*(rs for _, rs in named)))

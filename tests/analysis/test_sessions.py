@@ -366,3 +366,19 @@ def test_of_rounds_keeps_the_rounds_whose_variants_name_one_session() -> None:
     named = {"a": {1: "s1", 2: "s1", 3: "s2", 4: "s2"}, "b": {1: "s1", 2: "s2", 3: "s2"}}
     assert sessions.of_rounds(named) == {1: "s1", 3: "s2", 4: "s2"}
     assert sessions.of_rounds({}) == {}
+
+
+def test_a_round_split_between_sessions_is_claimed_for_neither() -> None:
+    """A fleet's jobs, one a round, but round 3's variants ran in two jobs (one resumed):
+    no session holds round 3, so no line counts four sessions in three rounds."""
+    named = {"ref": {1: "j1", 2: "j2", 3: "j3"}, "v": {1: "j1", 2: "j2", 3: "j3b"}}
+    values = {r: 1000.0 for r in (1, 2, 3)}
+
+    class V:
+        def __init__(self, vid: str, ref: str | None):
+            self.variant_id, self.label, self.values = vid, vid, values
+            self.is_reference, self.reference_id, self.comparison = ref is None, ref, None
+
+    found = sessions.find([V("ref", None), V("v", "ref")], named, {})
+    assert found.rounds_of == (("j1", (1,)), ("j2", (2,)))
+    assert found.unnamed and found.lines() == []
