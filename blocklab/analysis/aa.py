@@ -56,14 +56,15 @@ def aa_sentence(c: stats.Comparison | None) -> str:
     else:
         centre = f"{c.estimate:+.4g}"
         ci = f"{c.ci95_low:+.4g} to {c.ci95_high:+.4g}"
+    rounds = stats.rounds_text(c.n_pairs, c.sessions)
     if biased(c) and c.note == FITTED_OUT:
         return (
-            f"A/A: the storage slots differ by {centre} (95 % CI {ci}, {c.n_pairs} rounds); "
+            f"A/A: the storage slots differ by {centre} (95 % CI {ci}, {rounds}); "
             f"{FITTED_OUT}, so this bias is taken out of the estimates"
         )
     if biased(c):
         return (
             f"A/A: this machine or design shows a bias of {centre} (95 % CI {ci}, "
-            f"{c.n_pairs} rounds): differences smaller than that are not trustworthy"
+            f"{rounds}): differences smaller than that are not trustworthy"
         )
-    return f"A/A: no bias detected ({centre}, 95 % CI {ci}, {c.n_pairs} rounds)"
+    return f"A/A: no bias detected ({centre}, 95 % CI {ci}, {rounds})"

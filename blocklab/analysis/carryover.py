@@ -112,10 +112,11 @@ def estimate(runs: Iterable[PositionRun], session_of: Mapping[int, str] | None =
     if not any(r.kind == REPEAT for r in rows):
         return CarryOver(None, 0, NO_REPEAT)
     fit = fit_switch(rows, session_of)
-    n_rounds = len({r.round for r in rows})
+    rounds = {r.round for r in rows}
     if isinstance(fit, str):
-        return CarryOver(None, n_rounds, fit)
-    return CarryOver(_comparison(fit, n_rounds), n_rounds)
+        return CarryOver(None, len(rounds), fit)
+    sessions = len({(session_of or {}).get(rnd, "") for rnd in rounds})
+    return CarryOver(_comparison(fit, len(rounds), sessions), len(rounds))
 
 
 NO_REPEAT = "no round ran a variant both after a switch and after a repeat"
@@ -232,15 +233,18 @@ def _rank(x: np.ndarray) -> int:
     return int(np.linalg.matrix_rank(x))
 
 
-def _comparison(fit: SwitchFit, n_rounds: int) -> stats.Comparison:
-    """The fit as a ratio comparison (after a switch / after a repeat) over n_rounds."""
+def _comparison(fit: SwitchFit, n_rounds: int, sessions: int = 1) -> stats.Comparison:
+    """The fit as a ratio comparison (after a switch / after a repeat) over n_rounds, in
+    `sessions` whose levels it fitted."""
     half = stats.t_quantile(fit.df) * fit.se
     low, high = math.exp(fit.gamma - half), math.exp(fit.gamma + half)
     p = stats.two_sided_p(fit.gamma / fit.se, fit.df) if fit.se > 0 else None
     verdict = stats.FASTER if low > 1 else stats.SLOWER if high < 1 else stats.NO_DIFFERENCE
     ratio = math.exp(fit.gamma)
     width = (high - low) / 2 / ratio * 100
-    return stats.Comparison(n_rounds, stats.RATIO, ratio, low, high, p, verdict, width)
+    return stats.Comparison(
+        n_rounds, stats.RATIO, ratio, low, high, p, verdict, width, sessions=sessions
+    )
 
 
 def from_round_log_ratios(samples: Mapping[int, float], of: str = "runs") -> CarryOver:
@@ -297,19 +301,19 @@ def sentence(c: CarryOver, words: tuple[str, str] = ("faster", "slower")) -> str
     k = c.comparison
     if k is None or k.ratio is None:
         return f"carry-over: not measured ({c.note or (k.note if k else '')})"
-    ci = _ci_pct(k)
+    ci, rounds = _ci_pct(k), stats.rounds_text(c.n_rounds, k.sessions)
     if c.detected:
         pct = abs(k.ratio - 1) * 100
         up, down = words
         head = (
             f"{c.of} right after a switch were {pct:.1f} % {up if k.ratio > 1 else down} "
-            f"(95 % CI {ci}, {c.n_rounds} rounds): carry-over"
+            f"(95 % CI {ci}, {rounds}): carry-over"
         )
     else:
         seen = "" if c.differs else "none detected: "
         head = (
             f"carry-over: {seen}{c.of} right after a switch vs after a repeat {k.ratio:.3f} "
-            f"(95 % CI {ci}, {c.n_rounds} rounds)"
+            f"(95 % CI {ci}, {rounds})"
         )
     b = c.between
     if b is None or b.ratio is None or not (c.detected or c.differs):

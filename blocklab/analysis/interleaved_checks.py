@@ -191,8 +191,9 @@ def slot_aa(
     width = (high - low) / 2 / math.exp(centre) * 100
     p = stats.two_sided_p(centre / se, fit.df)
     return stats.Comparison(
-        n, stats.RATIO, math.exp(centre), low, high, p, verdict, width, aa.FITTED_OUT
-    )
+        n, stats.RATIO, math.exp(centre), low, high, p, verdict, width, aa.FITTED_OUT,
+        sessions=len(set(groups)),
+    )  # fmt: skip
 
 
 def _fit_by_session(

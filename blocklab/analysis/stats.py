@@ -224,6 +224,7 @@ class Comparison:
     se: float | None = None  # standard error of the estimate on the test's scale
     df: int | None = None  # its degrees of freedom (n - 1, or n - 2 with a nuisance fitted)
     nuisance: float | None = None  # the fitted nuisance coefficient (paired_fit), if any
+    sessions: int = 1  # the sessions whose levels its fit took out (a self-check's); 1: none
 
     @property
     def ratio(self) -> float | None:
@@ -242,6 +243,14 @@ class Comparison:
     def up(self) -> bool:
         """True when the whole interval lies above "no change" (1 for a ratio, 0 else)."""
         return self.ci95_low is not None and self.ci95_low > _no_change(self.scale)
+
+
+def rounds_text(n_rounds: int, sessions: int = 1) -> str:
+    """'11 rounds', or '11 rounds in 2 sessions, fitted per session' for a check whose fit
+    took out each session's level (Comparison.sessions)."""
+    if sessions > 1:
+        return f"{n_rounds} rounds in {sessions} sessions, fitted per session"
+    return f"{n_rounds} rounds"
 
 
 def _no_change(scale: str) -> float:

@@ -245,3 +245,8 @@ def test_the_summary_fits_the_sessions_its_runs_name(tmp_path: Path) -> None:
         got = summarize_experiment(db, "ab").carryover
     assert got == carryover.estimate(runs, session_of)
     assert got != carryover.estimate(runs)
+    assert got.comparison is not None and got.comparison.sessions == 2
+    assert ", 11 rounds in 2 sessions, fitted per session)" in carryover.sentence(got)
+    pooled = carryover.estimate(runs)
+    assert pooled.comparison is not None and pooled.comparison.sessions == 1
+    assert ", 11 rounds)" in carryover.sentence(pooled)

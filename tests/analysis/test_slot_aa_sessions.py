@@ -71,9 +71,13 @@ def test_with_sessions_the_slot_ratio_is_ols_with_each_sessions_effect_fitted() 
     assert got.estimate == pytest.approx(math.exp(fit.params[0]), rel=1e-12)
     assert (got.ci95_low, got.ci95_high) == pytest.approx((math.exp(low), math.exp(high)))
     assert got.p_value == pytest.approx(fit.pvalues[0], rel=1e-9)
+    assert got.sessions == 3 and ", 15 rounds in 3 sessions, fitted per session" in (
+        aa.aa_sentence(got)
+    )
     # one session named, or none: the fit of before (n - 2 df), unchanged
     one = checks.slot_aa(ref_tps, ref_slot, other_tps, dict.fromkeys(ref_tps, "s1"))
     assert one == checks.slot_aa(ref_tps, ref_slot, other_tps)
+    assert one.sessions == 1 and aa.aa_sentence(one).endswith(", 15 rounds)")
 
 
 def test_a_session_that_ran_one_slot_order_only_adds_nothing_and_none_both_says_so() -> None:
@@ -155,6 +159,7 @@ def test_the_summary_and_the_report_fit_the_sessions_its_runs_name(tmp_path: Pat
         s = summarize_experiment(db, "il")
     want = checks.slot_aa(ref_tps, ref_slot, other_tps, session_of)
     assert s.aa == want
+    assert "11 rounds in 2 sessions, fitted per session)" in aa.aa_sentence(want)
     assert s.aa != checks.slot_aa(ref_tps, ref_slot, other_tps)
     page = build_site(tmp_path / "results", tmp_path / "site").out / "e" / "il" / "index.html"
     assert (
