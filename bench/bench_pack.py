@@ -44,7 +44,7 @@ def stdlib_pack(value: Any) -> str:
 def page_values(results: Path) -> list[Any]:
     db = data.open_results(results)
     try:
-        exp = data.load_experiments(db, from_summary=True)[0]
+        exp = data.load_experiments(db)[0]
         runs = exp.runs
         stream = db.series_of_runs([r.id for r in runs])
         return [

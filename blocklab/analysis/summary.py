@@ -400,7 +400,7 @@ def judged_series(
     db: ResultsStore, run_ids_of: Mapping[str, Sequence[int]]
 ) -> dict[str, list[dict[str, list[tuple[float, float | None]]]]]:
     """variant label -> the series stationarity judges (stationarity.SERIES) of each of
-    its runs, read in bulk; the summary and the report's experiment page both use it."""
+    its runs, read in bulk."""
     ids = [i for run_ids in run_ids_of.values() for i in run_ids]
     by_id = {
         run_id: {k: pts for k, pts in series.items() if k in stationarity.SERIES}

@@ -14,19 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blocklab.analysis import carryover, stationarity
-from blocklab.analysis import interleaved_checks as checks
-from blocklab.analysis.aa import aa_comparison
+from blocklab.analysis import stationarity
 from blocklab.analysis.carryover import CarryOver
-from blocklab.analysis.experiment_spec import design_of, equivalence_of, measures_whole_cycles
+from blocklab.analysis.experiment_spec import design_of, equivalence_of
 from blocklab.analysis.metrics import MetricInfo, drivers_of, throughput_info
 from blocklab.analysis.round_table import rows_of
 from blocklab.analysis.rounds import RoundValues, RunValue, per_round_values
 from blocklab.analysis.stats import EQUIVALENCE_PCT, Comparison
-from blocklab.analysis.summary import judged_series
+from blocklab.analysis.summary import ExperimentSummary
 from blocklab.economics import device_store
 from blocklab.errors import UserError
-from blocklab.experiment_file.design import AA_CONTROL, INTERLEAVED
 from blocklab.report import shape
 from blocklab.store import RESULTS_DB_NAME, ResultsStore, run_facts
 from blocklab.store.base import run_key
@@ -96,9 +93,11 @@ class ExperimentView:
     fleet_host: str = ""  # the fleet host whose runs these are ("" on one machine)
     stored_name: str = ""  # the experiment's name in the results store
     design: str = "paired"  # the experiment's design (blocklab.experiment_file.design)
-    aa: Comparison | None = None  # aa-control: the reference's copy 1 / copy 0 (throughput)
-    carryover: CarryOver | None = None  # throughput after a switch / after a repeat
-    # sentences on measured windows whose rates drifted (blocklab.analysis.stationarity)
+    # the checks, the summary's (take_checks): the A/A of the throughput, its carry-over
+    # (after a switch / after a repeat), the sentences on measured windows whose rates
+    # drifted (blocklab.analysis.stationarity)
+    aa: Comparison | None = None
+    carryover: CarryOver | None = None
     stationarity: list[str] = field(default_factory=list)
     equivalence_pct: float = EQUIVALENCE_PCT  # X of "equal within ±X %"
     # (variant id, metric) -> its per-round values, reduced once for the cells and kept
@@ -242,17 +241,13 @@ class RunViews:
 def load_experiments(
     db: ResultsStore,
     *,
-    from_summary: bool = False,
     cell_stats: CellMaker = shape.cell_stats,
     reduce: Reducer | None = None,
     views: RunViews | None = None,
 ) -> list[ExperimentView]:
     """Every stored experiment; a fleet's experiment once per host (a round pairs only
-    with the same round on the same host), named `experiment @ host`. `from_summary` leaves
-    `stationarity` empty and `aa` and `carryover` None, for a caller that takes them from
-    the experiment's summary (drift_notes): the site, which judged every run's series and
-    estimated the carry-over twice before, and whose A/A fits the runs' sessions.
-    `cell_stats` makes each cell (shape.cell_stats; the site's answers from kept ones
+    with the same round on the same host), named `experiment @ host`, without its checks
+    (take_checks). `cell_stats` makes each cell (shape.cell_stats; the site's answers from kept ones
     where it can), `reduce` each variant's per-round values (reduce_variant, or the site's
     kept ones), `views` each run's view (made here, or kept ones: RunViews)."""
     views = views or RunViews()
@@ -261,7 +256,6 @@ def load_experiments(
             db,
             name,
             host=host,
-            from_summary=from_summary,
             cell_stats=cell_stats,
             reduce=reduce,
             views=views,
@@ -280,6 +274,14 @@ def experiment_keys(db: ResultsStore) -> list[tuple[str, str | None]]:
     return keys
 
 
+def take_checks(exp: ExperimentView, summary: ExperimentSummary) -> None:
+    """The experiment's checks as its summary made them, which fit the sessions its runs
+    name and judged every run's series once: the drift sentences (drift_notes), the A/A
+    and the carry-over. A view has no checks of its own."""
+    exp.stationarity = drift_notes(summary.stationarity)
+    exp.aa, exp.carryover = summary.aa, summary.carryover
+
+
 def drift_notes(summary_stationarity: list[str]) -> list[str]:
     """The drift sentences of the summary's stationarity lines (those it marks "! "): what
     stationarity_notes gives from the same runs, without judging the series again."""
@@ -292,12 +294,12 @@ def load_experiment(
     name: str,
     *,
     host: str | None = None,
-    from_summary: bool = False,
     cell_stats: CellMaker = shape.cell_stats,
     reduce: Reducer | None = None,
     views: RunViews | None = None,
 ) -> ExperimentView:
-    """One experiment's view; with `host`, of that fleet host's runs only."""
+    """One experiment's view; with `host`, of that fleet host's runs only; its checks
+    (`aa`, `carryover`, `stationarity`) left for take_checks."""
     exp = db.experiment(name)
     ref = exp["reference"]
     rows = [r for r in db.runs(name) if host is None or r["host"] == host]
@@ -331,13 +333,6 @@ def load_experiment(
         fleet_host=host or "",
         stored_name=name,
         design=design,
-        aa=None if from_summary else _aa(runs, design, ref),
-        carryover=None if from_summary else _carryover(runs, design, ref),
-        stationarity=(
-            stationarity_notes(db, variants, runs)
-            if not from_summary and not measures_whole_cycles(exp)
-            else []
-        ),
         equivalence_pct=equivalence_pct,
         reduced=reduced,
     )
@@ -355,52 +350,6 @@ def _variant_view(v: Any, ref: str | None) -> VariantView:
         is_reference=v["variant_id"] == (v["reference_id"] or ref),
         reference_id=v["reference_id"] or ref,
     )
-
-
-def _aa(runs: list[RunView], design: str, ref: str | None) -> Comparison | None:
-    """aa-control's A/A comparison of the throughput, as in the summary; interleaved's
-    its design's own (checks.design_aa: the storage slots, or the reference's halves).
-    The views carry no session: the summary's fits them, and the site takes its A/A."""
-    if design == INTERLEAVED and ref is not None:
-
-        def per_round(vid: str, metric: str) -> dict[int, float]:
-            return round_values(runs, vid, metric, design, is_reference=vid == ref).values
-
-        return checks.design_aa(per_round, ref, list(dict.fromkeys(r.variant_id for r in runs)))[0]
-    if design != AA_CONTROL or ref is None:
-        return None
-    mine = [RunValue(r.round, r.copy_index, _value(r, "tps")) for r in runs if r.variant_id == ref]
-    return aa_comparison(mine)
-
-
-def _carryover(runs: list[RunView], design: str, ref: str | None) -> CarryOver:
-    """The throughput's carry-over, as in the summary (but one session: the site takes
-    the summary's, which fits them): interleaved's from its slices."""
-    if design != INTERLEAVED:
-        return carryover.estimate(
-            carryover.PositionRun(r.round, r.position, r.variant_id, _value(r, "tps")) for r in runs
-        )
-
-    def per_round(vid: str, metric: str) -> dict[int, float]:
-        return round_values(runs, vid, metric, design, is_reference=vid == ref).values
-
-    vids = dict.fromkeys(r.variant_id for r in runs)
-    return checks.carry_over(
-        (per_round(v, checks.TPS_AFTER_SWITCH), per_round(v, checks.TPS_AFTER_REPEAT)) for v in vids
-    )
-
-
-def stationarity_notes(
-    db: ResultsStore, variants: list[VariantView], runs: list[RunView]
-) -> list[str]:
-    """The summary's sentences on drifted measured windows (stationarity.notes), from the
-    judged series of every successful run, read in bulk."""
-    labels = {v.variant_id: v.label or v.variant_id for v in variants}
-    ids_of: dict[str, list[int]] = {labels[v.variant_id]: [] for v in variants}
-    for r in runs:
-        if r.status == "ok":
-            ids_of.setdefault(labels.get(r.variant_id, r.variant_id), []).append(r.id)
-    return stationarity.notes(judged_series(db, ids_of))
 
 
 THROUGHPUT_SERIES = ("tps", "tpmc")  # a run's per-second throughput, by driver

@@ -253,8 +253,8 @@ def _generate(
         known, kept_views = (None, None) if resident is None else (resident.digests, resident.views)
         cells, reductions = CellCache(w.old.stats), ReductionCache(w.old.reductions, known)
         views, reduce = data.RunViews(kept_views), reductions.reduce
-        exps = data.load_experiments(  # without drift notes and carry-over: the summary's
-            db, from_summary=True, cell_stats=cells.cell_stats, reduce=reduce, views=views
+        exps = data.load_experiments(  # their checks are the summary's (write_experiment)
+            db, cell_stats=cells.cell_stats, reduce=reduce, views=views
         )
         w.new.stats, w.new.reductions = cells.used, reductions.used
         if resident is not None:  # the runs of this update only
@@ -449,8 +449,7 @@ def write_experiment(
     write_runs_csv(w, db, exp)
     extras, plot_data = explain.experiment_extras(db, exp, made, tps)  # made() waited for last
     summary = made()
-    exp.stationarity = data.drift_notes(summary.stationarity)
-    exp.aa, exp.carryover = summary.aa, summary.carryover
+    data.take_checks(exp, summary)
     w.put(f"{base}/plots.js", explain.plots_script(plot_data))
     digests = dict(zip((r.id for r in exp.runs), pages.digests, strict=True))
     write_runs_lists(w, exp, labels, digests, has_queries=has_queries, extras=extras)
