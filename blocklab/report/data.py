@@ -284,7 +284,7 @@ def take_checks(exp: ExperimentView, summary: ExperimentSummary) -> None:
 
 def drift_notes(summary_stationarity: list[str]) -> list[str]:
     """The drift sentences of the summary's stationarity lines (those it marks "! "): what
-    stationarity_notes gives from the same runs, without judging the series again."""
+    stationarity.notes gives from the same runs' series, without judging them again."""
     prefix = stationarity.FINDING_PREFIX
     return [line.removeprefix(prefix) for line in summary_stationarity if line.startswith(prefix)]
 
