@@ -51,8 +51,8 @@ GOALS = (
     ("full build", "s", 10.0),
     ("one more run", "s", 1.0),  # in this process, imports and templates warm
     ("as a command", "s", 1.0),  # the same as `blocklab report` (a new process) waits for it
-    # the same by a resident `blocklab report --watch --every 0.2`: from the start of the
-    # run's recording to the end of the last update it caused, its polls' wait included
+    # the same by a resident `blocklab report --watch --every 0.2`: from the commit of the
+    # run's row to the end of the last update it caused, its polls' wait included
     ("watched", "s", 1.0),
     ("largest page", "MB", 1.0),
     ("site total", "MB", 100.0),
