@@ -42,9 +42,7 @@ from scratch_home import blocklab_argv  # noqa: E402
 
 import blocklab  # noqa: E402
 from blocklab import proc  # noqa: E402
-from blocklab.analysis import kept_trends  # noqa: E402
 from blocklab.report import SiteResult, build_site  # noqa: E402
-from blocklab.store import ResultsDB  # noqa: E402
 
 # (figure, unit, goal) at fleet scale (10,000 runs): at or under its goal, a figure meets it
 GOALS = (
@@ -52,7 +50,8 @@ GOALS = (
     ("one more run", "s", 1.0),  # in this process, imports and templates warm
     ("as a command", "s", 1.0),  # the same as `blocklab report` (a new process) waits for it
     # the same by a resident `blocklab report --watch --every 0.2`: from the commit of the
-    # run's row to the end of the last update it caused, its polls' wait included
+    # run to the end of the last update it caused, its polls' wait included (its
+    # round recorded and updated for before, as the experiment loop records a round)
     ("watched", "s", 1.0),
     ("largest page", "MB", 1.0),
     ("site total", "MB", 100.0),
@@ -240,13 +239,15 @@ def incremental(
 def _watched(
     tmp: Path, seconds: int, *, judged: bool, updates: int, env: dict[str, str], real: bool
 ) -> list[float]:
-    """`updates` times: one more run, and the seconds from its row's commit until a
-    resident `blocklab report --watch --every 0.2` has printed its last update for it. A
-    run is two commits (its row, then its kept trends, as the experiment loop stores
-    them), and the watcher may update after each, so the figure is taken at the last
-    update, once the watcher has printed none for QUIET_S seconds. (Before 2026-12-01 it
-    was taken from the second commit to the first update printed after it, which could be
-    the one the first commit caused: 0.00 s once.)"""
+    """`updates` times: one more run, and the seconds from its commit until a resident
+    `blocklab report --watch --every 0.2` has printed its last update for it, once the
+    watcher has printed none for QUIET_S seconds. The run's round is recorded first and
+    the watcher's update for it waited out, as in the experiment loop, which records a
+    round as it begins and its first run a run's length later; the run's kept trends are
+    committed with its row, as the loop stores them. Before 2026-12-01 the round was
+    recorded just before the run and the figure taken from the trends' commit to the
+    first update after it, which could be the one the round's commit had begun: 0.00 s
+    once, and two updates at other times."""
     log = tmp / "watch.out"
     argv = blocklab_argv("report", "--results", str(tmp / "results"), "--out", str(tmp / "site"))
     p = proc.spawn([*argv, "--watch", "--every", "0.2"], stdout_path=log, env=env)
@@ -254,20 +255,22 @@ def _watched(
     try:
         _until(log, p, "watching", 1)
         for _ in range(updates):
-            seen = log.read_text().count("updated:")
-            run_id = add_synthetic_run(  # returns right after the run's row is committed
-                tmp / "results", "bench-0", seconds=seconds, real_details=real
-            )
+            seen = [log.read_text().count("updated:")]
+
+            def round_seen(seen: list[int] = seen) -> None:
+                n, _ = _settled(log, p, seen[0])  # the round's own update, over
+                seen[0] += n
+
+            run_id = add_synthetic_run(  # returns right after the run's commit
+                tmp / "results", "bench-0", seconds=seconds, keep_trends=judged,
+                real_details=real, round_recorded=round_seen,
+            )  # fmt: skip
             t0 = time.monotonic()
-            if judged:  # then its trends, as the experiment loop keeps them
-                with ResultsDB(tmp / "results", create=False) as db:
-                    kept_trends.judge_new(db, [run_id])
-            kept = time.monotonic() - t0
-            n, last = _settled(log, p, seen)
+            n, last = _settled(log, p, seen[0])
             took.append(last - t0)
             print(
-                f"one more run (#{run_id}) watched: {took[-1]:.2f} s from its row's commit "
-                f"to the last of {n} update(s) (its trends kept {kept:.2f} s after the row)"
+                f"one more run (#{run_id}) watched: {took[-1]:.2f} s from its commit to "
+                f"the last of {n} update(s)"
             )
     finally:
         proc.terminate(p.pid)

@@ -15,7 +15,7 @@ import itertools
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -174,8 +174,8 @@ def write_synthetic_results(
     With `fpi_storm` (a variant id), every variant gets a wal_fpi_per_s series: that
     variant's decays 5 % a second from 2,000/s (a post-checkpoint image storm), the
     others' stay flat around 40/s. With `keep_trends`, each ok run's stationarity trends
-    are judged and kept as the experiment loop keeps them when it stores a run
-    (kept_trends.judge_new); without, the first summary judges them. With `real_details`,
+    are judged and kept as the experiment loop keeps them, with the run's row
+    (kept_trends.judged); without, the first summary judges them. With `real_details`,
     each run's provenance and settings are a real run's (REAL_DETAILS: 12 kB and 399
     settings, where the synthetic ones are a few dozen bytes), so that a run page weighs
     what a real one does.
@@ -211,9 +211,8 @@ def write_synthetic_results(
                     rec.series["wal_fpi_per_s"] = _fpi(rng, seconds, storm=vid == fpi_storm)
                 if raw_files:
                     _write_raw(results, rec.raw_dir, rec)
-                run_id = db.record_run(rec)
-                if keep_trends and rec.status == "ok":
-                    kept_trends.judge_new(db, [run_id])
+                judged = keep_trends and rec.status == "ok"
+                db.record_run(rec, kept_trends.judged(rec.series) if judged else None)
                 clock += timedelta(seconds=seconds + 20)
         db.set_experiment_state(name, "done", "rounds reached")
     return results
@@ -316,11 +315,14 @@ def add_synthetic_run(
     keep_trends: bool = False,
     same_round: bool = False,
     real_details: bool = False,
+    round_recorded: Callable[[], None] | None = None,
 ) -> int:
     """Record one more SYNTHETIC ok run of `name`'s first variant, in a new round, through
     the store interface (as a run finishing after the report was made); returns its id.
     `keep_trends`, `real_details`: as write_synthetic_results. `same_round`: in the last
-    round instead, as the variant's next copy (no round recorded: only the runs change)."""
+    round instead, as the variant's next copy (no round recorded: only the runs change).
+    `round_recorded`: called once the new round is committed, before the run is (the
+    experiment loop records a round as it begins, and each run a run's length later)."""
     rng = random.Random(seed)
     with ResultsDB(results, create=False) as db:
         v = db.variants(name)[0]
@@ -328,6 +330,8 @@ def add_synthetic_run(
         rnd = last if same_round else last + 1
         if not same_round:
             db.record_round(name, rnd, seed + rnd, [v["variant_id"]])
+            if round_recorded is not None:
+                round_recorded()
         copies = [
             int(r["copy_index"]) for r in db.runs(name, v["variant_id"]) if int(r["round"]) == rnd
         ]
@@ -340,10 +344,7 @@ def add_synthetic_run(
         if rec.copy_index:
             rec.raw_dir += f"-c{rec.copy_index}"
         _write_raw(results, rec.raw_dir, rec)
-        run_id = db.record_run(rec)
-        if keep_trends:
-            kept_trends.judge_new(db, [run_id])
-        return run_id
+        return db.record_run(rec, kept_trends.judged(rec.series) if keep_trends else None)
 
 
 def differing_files(a: Path, b: Path) -> list[str]:

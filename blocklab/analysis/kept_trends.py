@@ -7,8 +7,8 @@ summary, and so the report, read them back instead of reading and judging every 
 series again (at 10,000 runs, most of an update's time). Kept as the floats they were
 computed as, they give the same lines as judging again; `fresh` judges every run again
 and replaces what was kept (`blocklab report --full`). The experiment loop judges each
-run as it stores it (judge_new); a store filled otherwise (copied, older) is judged by
-its first summary.
+run before it stores it and keeps its trends with it (judged); a store filled otherwise
+(copied, older) is judged by its first summary.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from blocklab.analysis import stationarity
 from blocklab.analysis.stationarity import Trend, Window
-from blocklab.store import ResultsStore
+from blocklab.store import ResultsStore, series_packed
 
 RUN_ROW = ""  # the series name of a run's own row: its window's points
 
@@ -50,12 +50,19 @@ def windows_of(
     return {label: [kept[i] for i in run_ids] for label, run_ids in run_ids_of.items()}
 
 
-def judge_new(db: ResultsStore, run_ids: Sequence[int]) -> None:
-    """Judge just-stored runs (successful ones, their series as stored) and keep their
-    trends: `blocklab run` after each run, so that no summary or report judges them
-    (at 10,000 runs, judging took a first report about 7 CPU seconds). Costs the null
-    simulation of a time axis once a process (about 0.5 s), then about 1 ms a run."""
-    windows_of(db, {"": run_ids})
+def judged(
+    series: Mapping[str, Sequence[tuple[float, float | None]]],
+) -> tuple[str, list[tuple[Any, ...]]]:
+    """A run's trends judged before it is stored, from its series as the store will give
+    them back (store.series_packed.as_stored): (stationarity.METHOD, rows (series,
+    *TREND_COLUMNS) each), for ResultsStore.record_run to keep in the run's own
+    transaction (the experiment loop): the rows windows_of keeps when it judges the run
+    stored, and no moment when a report reads the run without them (and judges it
+    itself). Costs the null simulation of a time axis once a process (about 0.5 s), then
+    about 1 ms a run."""
+    stored = series_packed.as_stored(series, stationarity.SERIES)
+    window = stationarity.windows([stored])[0]
+    return stationarity.METHOD, [row[1:] for row in _rows(0, window)]
 
 
 def _rows(run_id: int, w: Window) -> list[tuple[Any, ...]]:

@@ -384,12 +384,14 @@ class Loop:
         record.copy_index = copy_index
         record.host = self.host
         record.provenance = {**record.provenance, "session": self.session}
+        ok = record.status == "ok"
+        # judged once, kept with the run: no summary or report judges it again, and none
+        # reads the run without its trends
+        trends = kept_trends.judged(record.series) if ok else None
         with results_space.guard(self.db.directory):
-            run_id = self.db.record_run(record)
+            self.db.record_run(record, trends)
         faults.step("stored")
-        if record.status == "ok":
-            with results_space.guard(self.db.directory):  # judged once: no summary again
-                kept_trends.judge_new(self.db, [run_id])
+        if ok:
             self.ok += 1
         else:
             self.failed += 1

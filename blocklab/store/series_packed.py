@@ -70,6 +70,17 @@ def points(
     return list(zip(ts, values, strict=False))  # checked above: strict=True took twice the time
 
 
+def as_stored(
+    series: Mapping[str, Iterable[tuple[float, float | None]]], names: Iterable[str]
+) -> dict[str, Points]:
+    """The series `names` of a run not yet stored as reading them back will give them
+    (rows, then points; by name in code point order, those without points left out): what
+    its trends are judged from before its row is written (analysis.kept_trends.judged)."""
+    wanted = set(names)
+    got = {name: points(t, v) for _, name, t, v in rows(0, series) if name in wanted}
+    return {name: got[name] for name in sorted(got)}
+
+
 def fill(conn: Any) -> int:
     """Pack the point rows of every run (the `series` table of versions 1 to 6) into
     run_series, then drop that table; returns how many runs. `conn`: the store's

@@ -270,8 +270,12 @@ class ResultsDB(ReadAhead, DeviceProfiles):
         )
 
     # --- runs --------------------------------------------------------------------
-    def record_run(self, r: RunRecord) -> int:
-        """Write one run and everything it produced in a single transaction."""
+    def record_run(
+        self, r: RunRecord, trends: tuple[str, Sequence[tuple[Any, ...]]] | None = None
+    ) -> int:
+        """Write one run and everything it produced in a single transaction; `trends`:
+        its stationarity trends (method, rows (series, *TREND_COLUMNS) each: kept_trends.
+        judged), kept in the same one."""
         with self.tx() as c:
             cur = c.execute(
                 "INSERT INTO runs (experiment, variant_id, round, position, status, reason,"
@@ -306,6 +310,8 @@ class ResultsDB(ReadAhead, DeviceProfiles):
                     for q in r.queries
                 ],
             )
+            if trends is not None:
+                _insert_trends(c, trends[0], [(run_id, *row) for row in trends[1]])
             faults.step("results_write")
         return run_id
 
@@ -450,11 +456,7 @@ class ResultsDB(ReadAhead, DeviceProfiles):
             c.executemany(
                 "DELETE FROM run_trends WHERE run_id=?", [(r,) for r in {r[0] for r in rows}]
             )
-            c.executemany(
-                f"INSERT INTO run_trends (run_id, method, series, {', '.join(TREND_COLUMNS)})"
-                f" VALUES (?,?,?,{','.join('?' * len(TREND_COLUMNS))})",
-                [(r[0], method, *r[1:]) for r in rows],
-            )
+            _insert_trends(c, method, rows)
 
     def run_queries(self, experiment: str, run_id: int | None = None) -> list[sqlite3.Row]:
         sql = (
@@ -539,3 +541,13 @@ def checkpoint_rows(run_id: int, r: RunRecord) -> list[tuple[Any, ...]]:
         )
         for i, cp in enumerate(r.checkpoints)
     ]
+
+
+def _insert_trends(c: Any, method: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert trend rows (run_id, series, *TREND_COLUMNS) under `method`, in the caller's
+    transaction."""
+    c.executemany(
+        f"INSERT INTO run_trends (run_id, method, series, {', '.join(TREND_COLUMNS)})"
+        f" VALUES (?,?,?,{','.join('?' * len(TREND_COLUMNS))})",
+        [(r[0], method, *r[1:]) for r in rows],
+    )

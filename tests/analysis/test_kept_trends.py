@@ -6,6 +6,7 @@ and trends kept under another METHOD are judged again. SYNTHETIC results
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import math
@@ -17,7 +18,7 @@ from report_fixture import add_synthetic_run, write_synthetic_results
 
 from blocklab.analysis import kept_trends, stationarity
 from blocklab.analysis.summary import summarize_experiment
-from blocklab.store import ResultsDB
+from blocklab.store import ResultsDB, RunRecord
 
 NAME = "synthetic-geometry"
 STORM = "4k8wext41024"
@@ -102,6 +103,48 @@ def test_the_store_keeps_trend_rows_exactly(tmp_path: Path) -> None:
         db.keep_run_trends("m2", rows[:1])  # replaces the run's rows of any method
         assert db.run_trends([run_id], "m1") == {}
         assert db.run_trends([run_id], "m2") == {run_id: [rows[0][1:]]}
+
+
+def _untidy_run(seconds: int = 60) -> RunRecord:
+    """A run as a lab may hand it over: its points out of order, a second given twice
+    (the store keeps the last value), a second not measured, a series no judge reads."""
+    tps = [(float(t), 1000.0 + 3.0 * t + (t % 7)) for t in range(seconds)]
+    fpi = [(float(t), 2000.0 * 0.95**t) for t in range(seconds)]
+    tps[10] = (10.0, None)
+    return RunRecord(
+        experiment=NAME,
+        variant_id="8k8wext41024",
+        round=9,
+        position=0,
+        status="ok",
+        started_at="2025-06-01T12:00:00+00:00",
+        ended_at="2025-06-01T12:01:00+00:00",
+        tps=1090.0,
+        series={
+            "tps": [*reversed(tps), (20.0, 5.0), (20.0, tps[20][1])],
+            "wal_fpi_per_s": fpi,
+            "not_judged": [(0.0, 1.0)],
+        },
+    )
+
+
+def test_trends_judged_before_storing_are_those_judged_from_the_store(tmp_path: Path) -> None:
+    """kept_trends.judged (the experiment loop, before it stores a run) gives the rows
+    judging the stored run gives (windows_of, fresh), and record_run keeps them with the
+    run in its transaction."""
+    results = write_synthetic_results(tmp_path / "results", rounds=1, failed_run=False)
+    rec = _untidy_run()
+    method, rows = kept_trends.judged(rec.series)
+    assert method == stationarity.METHOD
+    assert {r[0] for r in rows} == {kept_trends.RUN_ROW, "tps", "wal_fpi_per_s"}
+    assert any(r[-1] for r in rows[1:])  # the image storm drifted: not a trivial window
+    with ResultsDB(results, create=False) as db:
+        plain = db.record_run(rec)
+        assert db.run_trends([plain], method) == {}
+        kept_trends.windows_of(db, {"": [plain]}, fresh=True)
+        assert db.run_trends([plain], method) == {plain: rows}
+        with_trends = db.record_run(dataclasses.replace(rec, copy_index=1), (method, rows))
+        assert db.run_trends([with_trends], method) == {with_trends: rows}
 
 
 # The functions a kept trend comes from: a change to any of them changes what judging

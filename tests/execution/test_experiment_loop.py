@@ -114,8 +114,8 @@ def test_a_failed_run_is_stored_without_numbers(db: ResultsDB) -> None:
 def test_each_run_is_judged_as_it_is_stored_and_never_again(
     db: ResultsDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The loop keeps each successful run's stationarity trends as it stores it
-    (kept_trends.judge_new), the very ones judging its stored series again gives, so the
+    """The loop keeps each successful run's stationarity trends with its row
+    (kept_trends.judged), the very ones judging its stored series again gives, so the
     summary judges none; a failed run is not judged."""
     exp = _experiment(rounds=2)
     variants = register(db, exp, {})
