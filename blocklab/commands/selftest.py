@@ -54,8 +54,11 @@ def _installation(pg: int | None, prefix: Path | None) -> Installation:
               show_default=True,
               help="slices: each probe on/off in ABBA blocks of one pgbench run; "
               "pairs: whole bare and instrumented runs")  # fmt: skip
-@click.option("--probe", "probes", multiple=True, type=click.Choice(["sampler", "cpu_log"]),
-              help="slices: the probes to measure (repeatable; default all)")  # fmt: skip
+@click.option("--probe", "probes", multiple=True,
+              type=click.Choice(["sampler", "cpu_log", "both"]),
+              help="slices: the probes to measure (repeatable; default sampler and cpu_log, "
+              "each on its own); both: the two on together, as a run with a placement has "
+              "them, the whole set's cost")  # fmt: skip
 @click.option("--blocks", type=click.IntRange(2, 1000), default=12, show_default=True,
               help="slices: ABBA blocks per probe")  # fmt: skip
 @click.option("--slice", "slice_s", type=click.IntRange(1, 600), default=3, show_default=True,

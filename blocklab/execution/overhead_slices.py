@@ -19,7 +19,9 @@ block of a dozen seconds.
 The probes switched within the window: `sampler` (the 1 Hz snapshot: one query of the
 counters over the probes' connection, the devices' and the host's counters) and
 `cpu_log` (the placement's CPU log, blocklab.execution.controls.CpuSampler, 4 Hz, when a
-placement is asked for). The probes of begin() and end() (pg_stat_io, the CPU and device
+placement is asked for); and, when asked for, `both`: the two switched on and off together,
+as a run with a placement has them, so that the whole set's cost is measured, not summed
+from two intervals. The probes of begin() and end() (pg_stat_io, the CPU and device
 account, the space pass) run before or after the workload's window and cannot slow its
 tps; their time per run is measured once at the end (`end_probe_s`).
 """
@@ -56,7 +58,8 @@ from blocklab.probes.sampler import Sampler, read_pid_stats
 from blocklab.workloads.execution import driver_user
 from blocklab.workloads.pgbench import parse_progress
 
-PROBES = ("sampler", "cpu_log")
+PROBES = ("sampler", "cpu_log")  # measured by default, each on its own
+BOTH = "both"  # the two on together, as a run with a placement has them: the whole set
 SLICE_S = 3
 LEAD_IN_S = 5  # pgbench's first seconds (connections, a cold cache) belong to no slice
 POLL_S = 0.02  # how often the switching thread looks for a new progress line
@@ -145,6 +148,35 @@ class _CpuLogSwitch:
             self.log = None
 
 
+class _Together:
+    """Switches switched as one: on in their order, off in the reverse."""
+
+    def __init__(self, *parts: Switch):
+        self.parts = parts
+
+    def on(self) -> None:
+        for p in self.parts:
+            p.on()
+
+    def off(self) -> None:
+        for p in reversed(self.parts):
+            p.off()
+
+
+def switches_for(
+    instrumentation: Instrumentation, server_pid: int, extra: Mapping[str, Switch] | None = None
+) -> dict[str, Switch]:
+    """Every probe's switch by name: the real ones, `both` made of them (one probe is on
+    at a time: the plan's slices take turns), and `extra`."""
+    sampler, cpu_log = _SamplerSwitch(instrumentation), _CpuLogSwitch(server_pid)
+    return {
+        "sampler": sampler,
+        "cpu_log": cpu_log,
+        BOTH: _Together(sampler, cpu_log),
+        **(extra or {}),
+    }
+
+
 def measure_slices(
     inst: Installation,
     paths: Paths,
@@ -160,7 +192,7 @@ def measure_slices(
 ) -> SliceResult:
     """`extra`: more probes by name, switched like the real ones (a test's deliberately
     costly probe, to check that the CPU share finds a known cost)."""
-    known = [*PROBES, *(extra or {})]
+    known = [*PROBES, BOTH, *(extra or {})]
     unknown = sorted(set(probes) - set(known))
     if unknown:
         raise ValueError(f"probes: one of {', '.join(known)}, got {', '.join(unknown)}")
@@ -170,11 +202,7 @@ def measure_slices(
         instrumentation = Instrumentation(ctx)
         instrumentation.prepare()
         try:
-            switches: dict[str, Switch] = {
-                "sampler": _SamplerSwitch(instrumentation),
-                "cpu_log": _CpuLogSwitch(ctx.server_pid),
-                **(extra or {}),
-            }
+            switches = switches_for(instrumentation, ctx.server_pid, extra)
             cpu = CpuReadings(ctx.server_pid, instrumentation.backend_pid)
             total_s = LEAD_IN_S + len(plan) * slice_s + 1
             log(f"one pgbench run of {total_s} s: {len(plan)} slices of {slice_s} s")

@@ -114,3 +114,24 @@ def test_the_per_probe_table() -> None:
     assert "0.0894 cpu_s per slice, 3 blocks" in lines[6] and "target missed" in lines[6]
     assert "target met" in lines[3]  # cpu_log: a share of about 0 %
     assert lines[-2] == "outside the window (once per run, no tps cost): pg_stat_io 0.002 s"
+
+
+def test_both_switches_the_sampler_and_the_cpu_log_as_one() -> None:
+    """`both` is the real two switched together (on in order, off in reverse), so the
+    whole set's cost is measured as a run with a placement has it; the CLI offers each."""
+    from blocklab.commands.selftest import overhead
+
+    switches = os_.switches_for(object(), 123)  # type: ignore[arg-type]  # nothing started
+    both = switches[os_.BOTH]
+    assert isinstance(both, os_._Together)
+    assert both.parts == (switches["sampler"], switches["cpu_log"])
+    events: list[tuple[int, str, str]] = []
+    both.parts = (_Recorder("sampler", events, [0]), _Recorder("cpu_log", events, [0]))
+    both.on()
+    both.off()
+    assert [e[1:] for e in events] == [
+        ("sampler", "on"), ("cpu_log", "on"), ("cpu_log", "off"), ("sampler", "off")
+    ]  # fmt: skip
+    probe = next(p for p in overhead.params if p.name == "probes")
+    assert list(probe.type.choices) == [*os_.PROBES, os_.BOTH]  # type: ignore[attr-defined]
+    assert set(switches) == {*os_.PROBES, os_.BOTH}
