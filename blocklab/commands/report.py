@@ -7,16 +7,19 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from blocklab import proc
 from blocklab.commands.options import results_option
 from blocklab.paths import Paths
-from blocklab.report import DEFAULT_HOST, SiteResult, build_site, make_server, watch
+from blocklab.report.server import DEFAULT_HOST, make_server
 from blocklab.store.factory import is_postgres, results_spec
 from blocklab.units import fmt_bytes, fmt_seconds
+
+if TYPE_CHECKING:
+    from blocklab.report.site import SiteResult
 
 OUT_HELP = (
     "where to write the site (default: RESULTS/report); a site made by this blocklab version "
@@ -84,6 +87,8 @@ def _watching(
     """The site kept up to date until Ctrl-C or SIGTERM (a service manager's stop), which
     end the watch (exit 0). As `blocklab run` does, Ctrl-C (or SIGINT by PID) ends it
     wherever it was started: a shell starts a background job with SIGINT ignored."""
+    from blocklab.report.watch import watch  # the site's generation: when it runs
+
     try:
         with proc.interruptible():  # the workers take SIGTERM's default: report.parallel
             watch(res, site, every_s=every_s, told=_told, full=full, started=started)
@@ -109,6 +114,8 @@ def report(
         )
         _watching(res, site, every, full, started)
         return
+    from blocklab.report.site import build_site  # imported when it runs, not for --help
+
     r = build_site(res, site, full=full)
     click.echo(_describe(r))
     click.echo(f"open {site / 'index.html'}")
@@ -135,6 +142,8 @@ def serve(
     results: str | None, out: Path | None, port: int, host: str, watch: bool, every: float | None
 ) -> None:
     """(Re)generate the report site and serve it on 127.0.0.1 until Ctrl-C."""
+    from blocklab.report.site import build_site  # imported when it runs, not for --help
+
     every = _every_s(watch, every)
     res, site = _dirs(results, out)
     if not watch:

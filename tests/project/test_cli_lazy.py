@@ -67,3 +67,15 @@ def test_the_commands_modules_leave_scipys_heaviest_parts_until_they_are_used() 
     )
     heaviest = ("scipy.stats", "scipy.optimize", "scipy.integrate")
     assert _loaded(imports, heaviest) == "[]"
+
+
+def test_listing_the_commands_imports_neither_scipy_nor_the_site_generation() -> None:
+    """`blocklab --help` loads every command's module for its short help: none of them
+    may bring in scipy or the report's generation (blocklab.report.site: a quarter of a
+    second here before 2026-12-01); the report command imports it when it runs."""
+    code = (
+        "import contextlib, io; from blocklab.cli import main; "
+        "out = contextlib.redirect_stdout(io.StringIO()); out.__enter__(); "
+        "assert main(['--help']) == 0; out.__exit__(None, None, None)"
+    )
+    assert _loaded(code, ("scipy", "blocklab.report.site", "blocklab.analysis.stats")) == "[]"

@@ -15,9 +15,10 @@ import pytest
 from report_fixture import add_synthetic_run, differing_files, write_synthetic_results
 
 from blocklab import proc
-from blocklab.report import SiteResult, build_site, watch
+from blocklab.report import SiteResult, build_site
 from blocklab.report.manifest import MANIFEST
 from blocklab.report.resident import Resident
+from blocklab.report.watch import watch
 from blocklab.store import ResultsDB
 
 NAME = "synthetic-geometry"
