@@ -79,3 +79,20 @@ def test_listing_the_commands_imports_neither_scipy_nor_the_site_generation() ->
         "assert main(['--help']) == 0; out.__exit__(None, None, None)"
     )
     assert _loaded(code, ("scipy", "blocklab.report.site", "blocklab.analysis.stats")) == "[]"
+
+
+def test_the_report_packages_lazy_names_are_its_modules_own() -> None:
+    """blocklab.report's names (PEP 562) each load the object of the module that defines
+    it, and a name it does not have is an AttributeError, as from any module."""
+    import pytest
+
+    import blocklab.report
+    from blocklab.report import server, site
+
+    assert sorted(blocklab.report.__all__) == sorted(blocklab.report._MODULE_OF)
+    for name in blocklab.report.__all__:
+        assert getattr(blocklab.report, name) is getattr(
+            {"server": server, "site": site}[blocklab.report._MODULE_OF[name]], name
+        )
+    with pytest.raises(AttributeError, match="nosuch"):
+        _ = blocklab.report.nosuch  # type: ignore[attr-defined]
