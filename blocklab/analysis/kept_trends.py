@@ -19,6 +19,7 @@ from typing import Any
 from blocklab.analysis import stationarity
 from blocklab.analysis.stationarity import Trend, Window
 from blocklab.store import ResultsStore, series_packed
+from blocklab.store.base import KeptTrends
 
 RUN_ROW = ""  # the series name of a run's own row: its window's points
 
@@ -50,16 +51,13 @@ def windows_of(
     return {label: [kept[i] for i in run_ids] for label, run_ids in run_ids_of.items()}
 
 
-def judged(
-    series: Mapping[str, Sequence[tuple[float, float | None]]],
-) -> tuple[str, list[tuple[Any, ...]]]:
+def judged(series: Mapping[str, Sequence[tuple[float, float | None]]]) -> KeptTrends:
     """A run's trends judged before it is stored, from its series as the store will give
-    them back (store.series_packed.as_stored): (stationarity.METHOD, rows (series,
-    *TREND_COLUMNS) each), for ResultsStore.record_run to keep in the run's own
-    transaction (the experiment loop): the rows windows_of keeps when it judges the run
-    stored, and no moment when a report reads the run without them (and judges it
-    itself). Costs the null simulation of a time axis once a process (about 0.5 s), then
-    about 1 ms a run."""
+    them back (store.series_packed.as_stored), under stationarity.METHOD, for
+    ResultsStore.record_run to keep in the run's own transaction (the experiment loop):
+    the rows windows_of keeps when it judges the run stored, and no moment when a report
+    reads the run without them (and judges it itself). Costs the null simulation of a
+    time axis once a process (about 0.5 s), then about 1 ms a run."""
     stored = series_packed.as_stored(series, stationarity.SERIES)
     window = stationarity.windows([stored])[0]
     return stationarity.METHOD, [row[1:] for row in _rows(0, window)]

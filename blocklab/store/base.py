@@ -35,6 +35,9 @@ class DictRow(dict[str, Any]):
 # its row; its metrics). A stored run's row and metrics never change, and a run id the
 # store gives again after its run was removed comes with other key columns.
 RunsKept = dict[str, dict[int, tuple[tuple[Any, ...], Any, dict[str, float | None]]]]
+# a run's stationarity trends to keep with it (analysis.kept_trends.judged): the method
+# they were judged by, and a row (series, *TREND_COLUMNS) a series, the run's own first
+KeptTrends = tuple[str, Sequence[tuple[Any, ...]]]
 
 
 def run_key(run: Any) -> tuple[Any, ...]:
@@ -171,9 +174,7 @@ class ResultsStore(Protocol):
         self, experiment: str, round_no: int, seed: int, order: Sequence[str]
     ) -> None: ...
     def rounds(self, experiment: str) -> Sequence[Row]: ...
-    def record_run(
-        self, r: RunRecord, trends: tuple[str, Sequence[tuple[Any, ...]]] | None = None
-    ) -> int:
+    def record_run(self, r: RunRecord, trends: KeptTrends | None = None) -> int:
         """One run and what it produced, with its kept trends if given, in one
         transaction; returns its id."""
         ...

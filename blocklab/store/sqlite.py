@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from blocklab import faults
 from blocklab.errors import UserError
 from blocklab.store import run_facts, series_packed
-from blocklab.store.base import Row, RunRecord
+from blocklab.store.base import KeptTrends, Row, RunRecord
 from blocklab.store.read_ahead import RUNS_ORDER, ReadAhead
 from blocklab.store.read_only import connect as connect_read_only
 from blocklab.store.read_only import read_uri
@@ -270,12 +270,9 @@ class ResultsDB(ReadAhead, DeviceProfiles):
         )
 
     # --- runs --------------------------------------------------------------------
-    def record_run(
-        self, r: RunRecord, trends: tuple[str, Sequence[tuple[Any, ...]]] | None = None
-    ) -> int:
+    def record_run(self, r: RunRecord, trends: KeptTrends | None = None) -> int:
         """Write one run and everything it produced in a single transaction; `trends`:
-        its stationarity trends (method, rows (series, *TREND_COLUMNS) each: kept_trends.
-        judged), kept in the same one."""
+        its stationarity trends (kept_trends.judged), kept in the same one."""
         with self.tx() as c:
             cur = c.execute(
                 "INSERT INTO runs (experiment, variant_id, round, position, status, reason,"
