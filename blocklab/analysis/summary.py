@@ -396,19 +396,6 @@ def _ok_ids(runs_of: dict[str, list[Row]], labels: dict[str, str]) -> dict[str, 
     }
 
 
-def judged_series(
-    db: ResultsStore, run_ids_of: Mapping[str, Sequence[int]]
-) -> dict[str, list[dict[str, list[tuple[float, float | None]]]]]:
-    """variant label -> the series stationarity judges (stationarity.SERIES) of each of
-    its runs, read in bulk."""
-    ids = [i for run_ids in run_ids_of.values() for i in run_ids]
-    by_id = {
-        run_id: {k: pts for k, pts in series.items() if k in stationarity.SERIES}
-        for run_id, series in db.series_of_runs(ids)
-    }
-    return {label: [by_id[i] for i in run_ids] for label, run_ids in run_ids_of.items()}
-
-
 def _runs_on_host(runs: Sequence[Row], name: str, host: str | None) -> Sequence[Row]:
     """`host`'s runs among `runs`; None: all of them, which must come from one host."""
     if host is not None:

@@ -15,7 +15,7 @@ from typing import Any
 from report_fixture import add_synthetic_run, write_synthetic_results
 
 from blocklab.analysis import stationarity
-from blocklab.analysis.summary import judged_series, summarize_experiment
+from blocklab.analysis.summary import summarize_experiment
 from blocklab.report import build_site
 from blocklab.store import ResultsDB
 
@@ -31,7 +31,9 @@ def _notes(db: ResultsDB) -> list[str]:
     for r in db.runs(NAME):
         if r["status"] == "ok":
             ids_of[labels[r["variant_id"]]].append(int(r["id"]))
-    return stationarity.notes(judged_series(db, ids_of))
+    names = list(stationarity.SERIES)
+    series = dict(db.series_of_runs([i for ids in ids_of.values() for i in ids], names=names))
+    return stationarity.notes({label: [series[i] for i in ids] for label, ids in ids_of.items()})
 
 
 def _results(tmp_path: Path, storm: str) -> Path:
